@@ -1,0 +1,38 @@
+"""Task-Aligned Retrieval (TAG) for LangChain and LangGraph.
+
+Retrieve the rules whose condition holds for an input, not the most similar
+text: extract atomic condition -> action rules from a document offline
+(:class:`RuleDocumentTransformer`), judge each (input, rule) pair at query time
+(:class:`ApplicabilityRetriever`), and give the executor only the matched
+actions (:func:`build_tag_graph`).
+"""
+
+from langchain_tag.executors import executor_chain
+from langchain_tag.extraction import ExtractionReport, ExtractionResult, RuleDocumentTransformer
+from langchain_tag.graph import build_tag_graph
+from langchain_tag.matcher import Judgment, MatcherError, MatchResult, PairwiseJudge
+from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
+from langchain_tag.rules import Rule, RuleFileError, load_rules, rules_from_documents, rules_to_documents, save_rules
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AllRulesRetriever",
+    "ApplicabilityRetriever",
+    "ExtractionReport",
+    "ExtractionResult",
+    "Judgment",
+    "MatchResult",
+    "MatcherError",
+    "PairwiseJudge",
+    "RelevanceRetriever",
+    "Rule",
+    "RuleDocumentTransformer",
+    "RuleFileError",
+    "build_tag_graph",
+    "executor_chain",
+    "load_rules",
+    "rules_from_documents",
+    "rules_to_documents",
+    "save_rules",
+]

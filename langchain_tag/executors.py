@@ -1,0 +1,86 @@
+"""Executors: the model that does the task, given only the matched rules' actions.
+
+Rule mode lists ``[rule_id] action`` and nothing else: the executor never sees
+conditions, sources or tags. Chunk mode lists passages for standard RAG. The
+prompt is otherwise identical, so methods differ only in reference material.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.runnables import Runnable, RunnableLambda
+
+from langchain_tag.prompts import EXECUTOR_PROMPTS, ExecutorPrompt
+
+__all__ = ["UnitKind", "executor_chain", "executor_messages", "format_units", "resolve_executor_prompt"]
+
+UnitKind = Literal["rules", "chunks", "none"]
+
+
+def resolve_executor_prompt(domain: str | ExecutorPrompt) -> ExecutorPrompt:
+    """Return the executor prompt for a domain name (generic, npov, code, nba) or pass one through.
+
+    Raises:
+        ValueError: For an unknown domain, listing the known ones.
+    """
+    if isinstance(domain, ExecutorPrompt):
+        return domain
+    try:
+        return EXECUTOR_PROMPTS[domain]
+    except KeyError:
+        known = ", ".join(sorted(EXECUTOR_PROMPTS))
+        raise ValueError(f"unknown executor domain {domain!r}; choose one of: {known}") from None
+
+
+def format_units(documents: Sequence[Document], unit_kind: UnitKind) -> list[tuple[str, str]]:
+    """``(id, text)`` pairs shown to the executor.
+
+    For rules: the rule id and its action only. For chunks: a chunk id and the
+    chunk text.
+    """
+    if unit_kind == "none":
+        return []
+    if unit_kind == "rules":
+        out = []
+        for doc in documents:
+            rule_id, action = doc.metadata.get("rule_id"), doc.metadata.get("action")
+            if not rule_id or not action:
+                raise ValueError(f"document {doc.id!r} is not a rule document (needs rule_id and action metadata)")
+            out.append((str(rule_id), str(action)))
+        return out
+    return [(str(doc.metadata.get("chunk_id") or f"C{i}"), doc.page_content) for i, doc in enumerate(documents, 1)]
+
+
+def executor_messages(
+    query: str, documents: Sequence[Document], *, domain: str | ExecutorPrompt = "generic", unit_kind: UnitKind = "rules"
+) -> list[BaseMessage]:
+    """The executor prompt for one input and its reference units."""
+    prompt = resolve_executor_prompt(domain)
+    return prompt.messages(query, format_units(documents, unit_kind), unit_kind)
+
+
+def executor_chain(llm: BaseChatModel, *, domain: str | ExecutorPrompt = "generic") -> Runnable[dict[str, Any], str]:
+    """A runnable ``{"input", "documents", "unit_kind"} -> str`` for the domain.
+
+    Example:
+        .. code-block:: python
+
+            chain = executor_chain(llm, domain="npov")
+            chain.invoke({"input": sentence, "documents": matched_rules, "unit_kind": "rules"})
+    """
+    prompt = resolve_executor_prompt(domain)
+
+    def build(inputs: dict[str, Any]) -> list[BaseMessage]:
+        return executor_messages(
+            inputs["input"], inputs.get("documents") or [], domain=prompt, unit_kind=inputs.get("unit_kind", "rules")
+        )
+
+    return (RunnableLambda(build, name="tag_executor_prompt") | llm | StrOutputParser()).with_config(
+        run_name=f"tag_executor_{prompt.name}"
+    )

@@ -1,0 +1,143 @@
+"""Phase 4: deduplication and conflict resolution among rules that share a tag.
+
+Only rules sharing at least one category tag are compared, so cost grows with
+the size of tag groups, not with the square of the rule count. Large groups
+are cut into blocks and every pair of blocks is compared once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from langchain_tag.extraction.calls import Call
+from langchain_tag.parsing import ParseError, parse_json_object
+from langchain_tag.prompts import dedup_messages
+from langchain_tag.rules import Rule
+
+__all__ = ["DedupOutcome", "Relation", "apply_relations", "collect_relations", "dedup_calls", "tag_groups"]
+
+RELATIONS = frozenset({"duplicate", "subsumption", "overlap", "conflict"})
+ACTIONS = frozenset({"merge", "keep_both", "manual_review"})
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A non-independent pair of rules, as labelled by the model."""
+
+    rule_a: str
+    rule_b: str
+    relation: str
+    preferred_action: str
+    explanation: str = ""
+
+
+@dataclass
+class DedupOutcome:
+    """Rules after phase 4 and what happened to the others."""
+
+    rules: list[Rule]
+    merged: dict[str, str] = field(default_factory=dict)
+    conflicts: list[Relation] = field(default_factory=list)
+    reviews: list[Relation] = field(default_factory=list)
+
+
+def tag_groups(rules: Sequence[Rule], *, block: int = 10) -> list[list[Rule]]:
+    """Sets of rules to compare: per tag, in blocks of ``block``, each block pair once."""
+    by_tag: dict[str, list[Rule]] = {}
+    for rule in rules:
+        for tag in rule.category_tags:
+            by_tag.setdefault(tag, []).append(rule)
+    seen: set[frozenset[str]] = set()
+    groups: list[list[Rule]] = []
+    for members in by_tag.values():
+        if len(members) < 2:
+            continue
+        blocks = [members[i : i + block] for i in range(0, len(members), block)]
+        sets = [blocks[0]] if len(blocks) == 1 else [a + b for a, b in combinations(blocks, 2)]
+        for group in sets:
+            key = frozenset(r.rule_id for r in group)
+            if len(group) >= 2 and key not in seen:
+                seen.add(key)
+                groups.append(group)
+    return groups
+
+
+def _parse(text: str) -> list[dict[str, Any]]:
+    pairs = parse_json_object(text, expect_key="pairs")["pairs"]
+    if not isinstance(pairs, list):
+        raise ParseError(f"'pairs' is a {type(pairs).__name__}, not a list")
+    return [p for p in pairs if isinstance(p, dict)]
+
+
+def dedup_calls(groups: Sequence[Sequence[Rule]], *, domain: str) -> list[Call[list[dict[str, Any]]]]:
+    """One phase-4 call per group."""
+    return [
+        Call(4, f"{len(g)} rules from {g[0].rule_id}", dedup_messages(domain=domain, rules=g), _parse) for g in groups
+    ]
+
+
+def collect_relations(
+    group: Sequence[Rule], raw_pairs: Sequence[dict[str, Any]] | None, *, notes: list[str]
+) -> list[Relation]:
+    """Keep the well-formed pairs between two distinct, tag-sharing rules of the group."""
+    by_id = {r.rule_id: r for r in group}
+    out = []
+    for raw in raw_pairs or []:
+        a, b = str(raw.get("rule_a") or "").strip(), str(raw.get("rule_b") or "").strip()
+        relation = str(raw.get("relation") or "").strip().lower()
+        action = str(raw.get("preferred_action") or "").strip().lower()
+        if a not in by_id or b not in by_id or a == b:
+            notes.append(f"phase 4: pair ({a!r}, {b!r}) names unknown rules; ignored")
+            continue
+        if relation not in RELATIONS:
+            if relation != "independent":
+                notes.append(f"phase 4: pair ({a}, {b}) has unknown relation {relation!r}; ignored")
+            continue
+        if not set(by_id[a].category_tags) & set(by_id[b].category_tags):
+            continue
+        action = action if action in ACTIONS else "manual_review"
+        out.append(Relation(a, b, relation, action, str(raw.get("explanation") or "")))
+    return out
+
+
+def apply_relations(rules: Sequence[Rule], relations: Iterable[Relation]) -> DedupOutcome:
+    """Merge duplicates, link overlaps, flag conflicts.
+
+    A duplicate, or a subsumption the model wants merged, drops the later rule
+    and folds its id and tags into the earlier one. Overlaps are linked both
+    ways and kept; conflicts are marked on both rules and kept for review.
+    """
+    order = {r.rule_id: i for i, r in enumerate(rules)}
+    live = {r.rule_id: r.model_copy(deep=True) for r in rules}
+    outcome = DedupOutcome(rules=[])
+    unique: dict[tuple[str, str], Relation] = {}
+    for rel in relations:
+        key = tuple(sorted((rel.rule_a, rel.rule_b), key=order.__getitem__))
+        unique.setdefault(key, rel)  # type: ignore[arg-type]
+    for (first, second), rel in unique.items():
+        keep = outcome.merged.get(first, first)
+        drop = outcome.merged.get(second, second)
+        if keep == drop or keep not in live or drop not in live:
+            continue
+        if rel.relation == "duplicate" or (rel.relation == "subsumption" and rel.preferred_action == "merge"):
+            kept, gone = live[keep], live.pop(drop)
+            kept.merged_from = kept.merged_from + [drop] + gone.merged_from
+            kept.category_tags = (kept.category_tags + [t for t in gone.category_tags if t not in kept.category_tags])[:3]
+            for old, new in list(outcome.merged.items()):
+                if new == drop:
+                    outcome.merged[old] = keep
+            outcome.merged[drop] = keep
+        elif rel.relation == "conflict":
+            live[keep].conflicts_with = live[keep].conflicts_with + [drop]
+            live[drop].conflicts_with = live[drop].conflicts_with + [keep]
+            outcome.conflicts.append(rel)
+        else:
+            live[keep].related_rules = live[keep].related_rules + [drop]
+            live[drop].related_rules = live[drop].related_rules + [keep]
+            if rel.preferred_action == "manual_review":
+                outcome.reviews.append(rel)
+    outcome.rules = sorted(live.values(), key=lambda r: order[r.rule_id])
+    return outcome

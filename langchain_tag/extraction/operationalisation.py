@@ -1,0 +1,115 @@
+"""Phase 3: operationalisation of atomic units into condition -> action rules.
+
+Units go in batches; the reply must give one rule per unit, keyed by
+``atomic_id``. A unit whose rule is missing or invalid is left to the caller
+(the transformer retries it once, then reports it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_tag.extraction.calls import Call
+from langchain_tag.extraction.decomposition import AtomicUnit
+from langchain_tag.parsing import ParseError, parse_json_object
+from langchain_tag.prompts import operationalisation_messages
+
+__all__ = ["RuleDraft", "collect_rules", "operationalisation_calls", "unoperationalised_draft"]
+
+RuleDraft = dict[str, Any]
+"""Rule fields from the model, before ids and provenance are assigned."""
+
+_RICH = ("primary_tag", "applies_when", "constraint", "violation_check")
+_WORDS = re.compile(r"[A-Za-z0-9][\w'-]*")
+
+
+def _parse(text: str) -> list[dict[str, Any]]:
+    rules = parse_json_object(text, expect_key="rules")["rules"]
+    if not isinstance(rules, list):
+        raise ParseError(f"'rules' is a {type(rules).__name__}, not a list")
+    return [r for r in rules if isinstance(r, dict)]
+
+
+def operationalisation_calls(
+    batches: Sequence[Sequence[AtomicUnit]], *, domain: str, rich_schema: bool = False
+) -> list[Call[list[dict[str, Any]]]]:
+    """One phase-3 call per batch of units."""
+    calls = []
+    for batch in batches:
+        payload = [{"atomic_id": u.atomic_id, "text": u.text, "original_text": u.original_text} for u in batch]
+        messages = operationalisation_messages(domain=domain, units=payload, rich_schema=rich_schema)
+        calls.append(Call(3, f"{batch[0].atomic_id}..{batch[-1].atomic_id}", messages, _parse))
+    return calls
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list):
+        return []
+    return [str(t).strip().lower() for t in value if str(t).strip()][:3]
+
+
+def _draft(raw: dict[str, Any], unit: AtomicUnit) -> RuleDraft | None:
+    name = str(raw.get("rule_name") or "").strip()
+    condition = str(raw.get("condition") or "").strip()
+    action = str(raw.get("action") or "").strip()
+    if not (name and condition and action):
+        return None
+    draft: RuleDraft = {
+        "rule_name": name,
+        "condition": condition,
+        "action": action,
+        "source_text": str(raw.get("source_text") or "").strip() or unit.original_text,
+        "category_tags": _tags(raw.get("category_tags")) or ["general"],
+    }
+    for key in _RICH:
+        if raw.get(key):
+            draft[key] = str(raw[key]).strip()
+    vetoes = raw.get("does_not_apply_to")
+    if isinstance(vetoes, list):
+        draft["does_not_apply_to"] = [str(v).strip() for v in vetoes if str(v).strip()]
+    return draft
+
+
+def collect_rules(
+    batch: Sequence[AtomicUnit], raw_rules: Sequence[dict[str, Any]] | None, *, notes: list[str]
+) -> tuple[list[tuple[AtomicUnit, RuleDraft]], list[AtomicUnit]]:
+    """Match raw rules to the batch's units.
+
+    Returns:
+        ``(drafts, missing)``: one draft per unit that got a valid rule, and
+        the units that did not.
+    """
+    by_id = {u.atomic_id: u for u in batch}
+    drafts: dict[str, RuleDraft] = {}
+    for position, raw in enumerate(raw_rules or []):
+        atomic_id = str(raw.get("atomic_id") or "").strip()
+        if atomic_id not in by_id and len(raw_rules or []) == len(batch):
+            atomic_id = batch[position].atomic_id  # ids dropped but order kept
+        unit = by_id.get(atomic_id)
+        if unit is None:
+            notes.append(f"phase 3: rule for unknown unit {atomic_id!r}; dropped")
+            continue
+        draft = _draft(raw, unit)
+        if draft is None:
+            notes.append(f"phase 3: rule for {atomic_id} lacks a name, condition or action")
+            continue
+        drafts.setdefault(atomic_id, draft)
+    found = [(u, drafts[u.atomic_id]) for u in batch if u.atomic_id in drafts]
+    missing = [u for u in batch if u.atomic_id not in drafts]
+    return found, missing
+
+
+def unoperationalised_draft(unit: AtomicUnit, normative_type: str) -> RuleDraft:
+    """Phase 3 switched off: the unit's own text serves as condition and action."""
+    words = _WORDS.findall(unit.text)
+    return {
+        "rule_name": " ".join(words[:8]) or unit.atomic_id,
+        "condition": unit.text,
+        "action": unit.text,
+        "source_text": unit.original_text,
+        "category_tags": [normative_type],
+    }

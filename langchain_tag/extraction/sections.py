@@ -1,0 +1,139 @@
+"""Split a document into sections for phase 1: by headings first, size second.
+
+Every section keeps its start offset in the document, so spans found inside
+a section map back to exact document offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Section", "split_paragraphs", "split_sections"]
+
+# A Markdown ATX heading ("## Title"), or a line underlined by a row of one
+# punctuation character (reStructuredText / setext), e.g. "Title\n=====".
+_ATX = re.compile(r"^#{1,6}\s+\S.*$", re.MULTILINE)
+_UNDERLINED = re.compile(r"^(?P<title>[^\n]*\S[^\n]*)\n(?P<rule>([=\-~^\"'`#*+])\3{2,})[ \t]*$", re.MULTILINE)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A piece of a document.
+
+    Attributes:
+        section_id: Unique within the extraction run.
+        document_id: The document it belongs to.
+        title: The heading it falls under ("" before the first heading).
+        text: The section text, an exact slice of the document.
+        start: Offset of ``text`` in the document.
+    """
+
+    section_id: str
+    document_id: str
+    title: str
+    text: str
+    start: int
+
+    @property
+    def end(self) -> int:
+        """Offset just past the section's end."""
+        return self.start + len(self.text)
+
+
+def _heading_starts(text: str) -> list[tuple[int, str]]:
+    found: dict[int, str] = {}
+    for m in _ATX.finditer(text):
+        found[m.start()] = m.group(0).lstrip("#").strip()
+    for m in _UNDERLINED.finditer(text):
+        title = m.group("title").strip()
+        if set(title) <= set(m.group("rule")[0] + " "):
+            continue  # an overline, not a title
+        found.setdefault(m.start(), title)
+    return sorted(found.items())
+
+
+def _pieces(text: str, start: int, max_chars: int) -> list[tuple[int, int]]:
+    """Cut ``text[start:]``-relative ranges no longer than ``max_chars``.
+
+    Cuts fall on paragraph breaks, else sentence ends, else hard at the limit.
+    """
+    ranges: list[tuple[int, int]] = []
+    pos, end = 0, len(text)
+    while end - pos > max_chars:
+        window = text[pos : pos + max_chars]
+        cut = -1
+        for pattern in (_PARAGRAPH_BREAK, _SENTENCE_END):
+            matches = [m.end() for m in pattern.finditer(window) if m.end() > max_chars // 4]
+            if matches:
+                cut = matches[-1]
+                break
+        if cut <= 0:
+            cut = max_chars
+        ranges.append((start + pos, start + pos + cut))
+        pos += cut
+    ranges.append((start + pos, start + end))
+    return ranges
+
+
+def split_sections(text: str, *, document_id: str, max_chars: int = 6000) -> list[Section]:
+    """Split ``text`` into sections by heading, then by size.
+
+    Args:
+        text: The document text.
+        document_id: Id recorded on each section.
+        max_chars: Longest section; longer ones are cut at paragraph or
+            sentence boundaries.
+
+    Returns:
+        Sections in document order, whitespace-only pieces left out.
+    """
+    if max_chars < 200:
+        raise ValueError(f"max_chars must be at least 200, got {max_chars}")
+    headings = _heading_starts(text)
+    bounds = [(0, "")] + headings if not headings or headings[0][0] != 0 else headings
+    sections: list[Section] = []
+    for i, (begin, title) in enumerate(bounds):
+        finish = bounds[i + 1][0] if i + 1 < len(bounds) else len(text)
+        for lo, hi in _pieces(text[begin:finish], begin, max_chars):
+            piece = text[lo:hi]
+            stripped = piece.strip()
+            if not stripped or stripped == title:
+                continue
+            lead = len(piece) - len(piece.lstrip())
+            sections.append(
+                Section(
+                    section_id=f"{document_id}#{len(sections) + 1}",
+                    document_id=document_id,
+                    title=title,
+                    text=stripped,
+                    start=lo + lead,
+                )
+            )
+    return sections
+
+
+def split_paragraphs(section: Section, *, min_chars: int = 20) -> list[tuple[int, str]]:
+    """Paragraphs of a section as ``(document offset, text)``, headings and scraps left out."""
+    out: list[tuple[int, str]] = []
+    pos = 0
+    for part in _PARAGRAPH_BREAK.split(section.text) + [""]:
+        idx = section.text.find(part, pos) if part else -1
+        if idx == -1:
+            continue
+        pos = idx + len(part)
+        stripped = part.strip()
+        if len(stripped) < min_chars or _is_heading(stripped, section.title):
+            continue
+        lead = len(part) - len(part.lstrip())
+        out.append((section.start + idx + lead, stripped))
+    return out
+
+
+def _is_heading(paragraph: str, title: str) -> bool:
+    """Whether a paragraph is only a heading (with its underline or ``#`` marks)."""
+    lines = [ln.strip() for ln in paragraph.splitlines() if ln.strip()]
+    words = [ln.lstrip("#").strip() for ln in lines if len(set(ln)) > 1 or ln[0].isalnum()]
+    return bool(title) and words == [title]

@@ -1,0 +1,322 @@
+"""``RuleDocumentTransformer``: loaded documents -> rule documents, via five phases.
+
+The pipeline is written once as a generator that yields batches of LLM calls
+and receives their parsed results; :meth:`RuleDocumentTransformer.extract`
+drives it with blocking batches and :meth:`RuleDocumentTransformer.aextract`
+with async ones, so the sync and async paths cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentTransformer, Document
+from langchain_core.language_models import BaseChatModel
+from typing_extensions import override
+
+from langchain_tag.extraction.calls import Call, CallRunner
+from langchain_tag.extraction.decomposition import AtomicUnit, collect_units, decomposition_calls, unsplit_unit
+from langchain_tag.extraction.dedup import apply_relations, collect_relations, dedup_calls, tag_groups
+from langchain_tag.extraction.operationalisation import (
+    RuleDraft,
+    collect_rules,
+    operationalisation_calls,
+    unoperationalised_draft,
+)
+from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
+from langchain_tag.extraction.sections import Section, split_sections
+from langchain_tag.extraction.span_detection import Span, locate_spans, paragraph_spans, span_calls
+from langchain_tag.extraction.verification import (
+    independence_ratio,
+    uncovered_spans,
+    verify_faithfulness,
+)
+from langchain_tag.rules import Rule
+
+__all__ = ["RuleDocumentTransformer"]
+
+PHASES = (1, 2, 3, 4, 5)
+_Step = Generator[tuple[list[Call[Any]], str], list[Any], Any]
+
+
+def _batches(items: Sequence[Any], size: int) -> list[list[Any]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+class RuleDocumentTransformer(BaseDocumentTransformer):
+    """Turn loaded documents into atomic condition -> action rule documents.
+
+    Phases: (1) normative span detection per section, (2) atomic decomposition,
+    (3) operationalisation into rules, (4) deduplication and conflict flagging
+    among tag-sharing rules, (5) programmatic verification (faithfulness,
+    coverage with one re-extraction pass, independence). Any phase can be
+    switched off for ablations.
+
+    Args:
+        llm: The extraction chat model (temperature 0 recommended).
+        domain: Domain name given to every prompt, e.g. ``"PEP 8"``.
+        max_concurrency: Most LLM calls in flight.
+        skip_phases: Phases to switch off, e.g. ``{3}``.
+        max_section_chars: Longest section sent to phase 1.
+        rich_schema: Ask phase 3 for the richer (NBA-style) rule schema.
+        rule_id_prefix: Rule ids are ``f"{prefix}-{n:03d}"``.
+        faithfulness_threshold: Fuzzy ratio a source must exceed (0.85).
+        coverage_threshold: Share of a span that rule sources must cover (0.5).
+        max_attempts: Attempts per LLM call before it is reported as failed.
+        show_progress: Progress bars: ``None`` shows them only on a terminal.
+        callbacks: LangChain callbacks passed to every call.
+
+    After :meth:`transform_documents`, ``last_result`` holds the full
+    :class:`~langchain_tag.extraction.report.ExtractionResult` (rules, report,
+    spans, units).
+    """
+
+    def __init__(
+        self,
+        llm: BaseChatModel,
+        *,
+        domain: str = "general policy",
+        max_concurrency: int = 4,
+        skip_phases: Iterable[int] = (),
+        max_section_chars: int = 6000,
+        rich_schema: bool = False,
+        rule_id_prefix: str = "R",
+        faithfulness_threshold: float = 0.85,
+        coverage_threshold: float = 0.5,
+        max_attempts: int = 2,
+        show_progress: bool | None = None,
+        callbacks: Callbacks = None,
+    ) -> None:
+        skip = tuple(sorted(set(skip_phases)))
+        unknown = [p for p in skip if p not in PHASES]
+        if unknown:
+            raise ValueError(f"unknown phase(s) {unknown}; phases are 1-5")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.llm = llm
+        self.domain = domain
+        self.max_concurrency = max_concurrency
+        self.skip_phases = skip
+        self.max_section_chars = max_section_chars
+        self.rich_schema = rich_schema
+        self.rule_id_prefix = rule_id_prefix
+        self.faithfulness_threshold = faithfulness_threshold
+        self.coverage_threshold = coverage_threshold
+        self.max_attempts = max_attempts
+        self.show_progress = show_progress
+        self.callbacks = callbacks
+        self.last_result: ExtractionResult | None = None
+
+    # ------------------------------------------------------------------ API
+    def extract(self, documents: Sequence[Document]) -> ExtractionResult:
+        """Run the five phases and return rules with their report."""
+        runner = self._runner()
+        pipeline = self._pipeline(documents, runner)
+        try:
+            calls, desc = next(pipeline)
+            while True:
+                calls, desc = pipeline.send(runner.run(calls, desc))
+        except StopIteration as stop:
+            result: ExtractionResult = stop.value
+        self.last_result = result
+        return result
+
+    async def aextract(self, documents: Sequence[Document]) -> ExtractionResult:
+        """Async twin of :meth:`extract`."""
+        runner = self._runner()
+        pipeline = self._pipeline(documents, runner)
+        try:
+            calls, desc = next(pipeline)
+            while True:
+                calls, desc = pipeline.send(await runner.arun(calls, desc))
+        except StopIteration as stop:
+            result: ExtractionResult = stop.value
+        self.last_result = result
+        return result
+
+    @override
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
+        """Extract rules; return them as rule documents (report in ``last_result``)."""
+        return self.extract(documents).documents()
+
+    @override
+    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
+        """Async twin of :meth:`transform_documents`."""
+        return (await self.aextract(documents)).documents()
+
+    # ------------------------------------------------------------------ pipeline
+    def _runner(self) -> CallRunner:
+        return CallRunner(
+            llm=self.llm,
+            max_concurrency=self.max_concurrency,
+            max_attempts=self.max_attempts,
+            show_progress=self.show_progress,
+            callbacks=self.callbacks,
+        )
+
+    @staticmethod
+    def _texts(documents: Sequence[Document]) -> dict[str, str]:
+        texts: dict[str, str] = {}
+        for index, doc in enumerate(documents, start=1):
+            base = str(doc.id or doc.metadata.get("source") or f"doc-{index}")
+            doc_id = base if base not in texts else f"{base}#{index}"
+            if not isinstance(doc.page_content, str) or not doc.page_content.strip():
+                raise ValueError(f"document {doc_id!r} is empty: nothing to extract rules from")
+            if "\x00" in doc.page_content:
+                raise ValueError(f"document {doc_id!r} contains NUL bytes: is it a binary file loaded as text?")
+            texts[doc_id] = doc.page_content
+        return texts
+
+    def _pipeline(self, documents: Sequence[Document], runner: CallRunner) -> _Step:
+        texts = self._texts(documents)
+        notes: list[str] = []
+        sections = [
+            s for doc_id, text in texts.items() for s in split_sections(text, document_id=doc_id, max_chars=self.max_section_chars)
+        ]
+        spans = yield from self._phase1(sections, texts, notes)
+        units = yield from self._phase2(spans, notes)
+        span_by_id = {s.span_id: s for s in spans}
+        drafts = yield from self._phase3(units, span_by_id, notes)
+        rules = self._number(drafts, span_by_id, start=1)
+        counts = {
+            "documents": len(texts),
+            "sections": len(sections),
+            "spans": len(spans),
+            "units": len(units),
+            "rules extracted": len(rules),
+        }
+        report = ExtractionReport(skipped_phases=self.skip_phases, notes=notes)
+
+        merged_away: list[Rule] = []
+        if 4 not in self.skip_phases:
+            groups = tag_groups(rules)
+            raw = yield dedup_calls(groups, domain=self.domain), "phase 4: dedup"
+            relations = [rel for g, r in zip(groups, raw) for rel in collect_relations(g, r, notes=notes)]
+            outcome = apply_relations(rules, relations)
+            merged_away = [r for r in rules if r.rule_id in outcome.merged]
+            rules = outcome.rules
+            report.merged, report.conflicts, report.reviews = outcome.merged, outcome.conflicts, outcome.reviews
+
+        if 5 not in self.skip_phases:
+            rules = yield from self._phase5(rules, merged_away, spans, units, span_by_id, texts, report, notes)
+        counts["rules"] = len(rules)
+        report.counts = counts
+        report.failures = list(runner.failures)
+        report.usage = dict(runner.usage)
+        return ExtractionResult(rules=rules, report=report, spans=spans, units=units)
+
+    def _phase1(self, sections: list[Section], texts: dict[str, str], notes: list[str]) -> _Step:
+        if 1 in self.skip_phases:
+            located = [paragraph_spans(s) for s in sections]
+        else:
+            raw = yield span_calls(sections, domain=self.domain), "phase 1: spans"
+            located = [
+                locate_spans(s, r, notes=notes) if r is not None else [] for s, r in zip(sections, raw)
+            ]
+        spans: list[Span] = []
+        for section, found in zip(sections, located):
+            for start, end, kind, summary in found:
+                text = texts[section.document_id][start:end]
+                spans.append(
+                    Span(f"S-{len(spans) + 1:03d}", section.document_id, section.section_id, text, kind, summary, start, end)
+                )
+        return spans
+
+    def _phase2(self, spans: list[Span], notes: list[str]) -> _Step:
+        if 2 in self.skip_phases:
+            units = [unsplit_unit(s) for s in spans]
+        else:
+            by_section: dict[str, list[Span]] = {}
+            for span in spans:
+                by_section.setdefault(span.section_id, []).append(span)
+            batches = [b for group in by_section.values() for b in _batches(group, 8)]
+            raw = yield decomposition_calls(batches, domain=self.domain), "phase 2: atomic units"
+            units = [u for b, r in zip(batches, raw) for u in collect_units(b, r, notes=notes)]
+        return [
+            AtomicUnit(f"A-{i:03d}", u.span_id, u.text, u.original_text, u.was_split, u.split_rationale)
+            for i, u in enumerate(units, start=1)
+        ]
+
+    def _phase3(
+        self, units: list[AtomicUnit], span_by_id: dict[str, Span], notes: list[str]
+    ) -> _Step:
+        if 3 in self.skip_phases:
+            return [(u, unoperationalised_draft(u, span_by_id[u.span_id].normative_type)) for u in units]
+        found: dict[str, RuleDraft] = {}
+        pending = units
+        for attempt in (1, 2):
+            if not pending:
+                break
+            batches = _batches(pending, 6)
+            desc = "phase 3: rules" if attempt == 1 else "phase 3: missing rules"
+            raw = yield operationalisation_calls(batches, domain=self.domain, rich_schema=self.rich_schema), desc
+            pending = []
+            for batch, reply in zip(batches, raw):
+                got, missing = collect_rules(batch, reply, notes=notes)
+                found.update({u.atomic_id: d for u, d in got})
+                pending.extend(missing)
+        for unit in pending:
+            notes.append(f"phase 3: no rule for {unit.atomic_id} (span {unit.span_id}) after 2 passes")
+        return [(u, found[u.atomic_id]) for u in units if u.atomic_id in found]
+
+    def _number(
+        self, drafts: list[tuple[AtomicUnit, RuleDraft]], span_by_id: dict[str, Span], *, start: int
+    ) -> list[Rule]:
+        rules = []
+        for offset, (unit, draft) in enumerate(drafts):
+            span = span_by_id[unit.span_id]
+            rules.append(
+                Rule(
+                    rule_id=f"{self.rule_id_prefix}-{start + offset:03d}",
+                    document_id=span.document_id,
+                    span_id=span.span_id,
+                    atomic_id=unit.atomic_id,
+                    **draft,
+                )
+            )
+        return rules
+
+    def _phase5(
+        self,
+        rules: list[Rule],
+        merged_away: list[Rule],
+        spans: list[Span],
+        units: list[AtomicUnit],
+        span_by_id: dict[str, Span],
+        texts: dict[str, str],
+        report: ExtractionReport,
+        notes: list[str],
+    ) -> _Step:
+        threshold = self.faithfulness_threshold
+        kept, dropped = verify_faithfulness(rules, texts, threshold=threshold)
+        checked = len(rules)
+        absorbed, _ = verify_faithfulness(merged_away, texts, threshold=threshold)
+        missing = uncovered_spans(spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold)
+        if missing and 3 not in self.skip_phases:
+            redo_ids = {s.span_id for s in missing}
+            redo = [u for u in units if u.span_id in redo_ids]
+            drafts = yield from self._phase3(redo, span_by_id, notes)
+            next_id = 1 + max((int(r.rule_id.rsplit("-", 1)[-1]) for r in rules + merged_away), default=0)
+            extra = self._number(drafts, span_by_id, start=next_id)
+            extra_kept, extra_dropped = verify_faithfulness(extra, texts, threshold=threshold)
+            kept, dropped, checked = kept + extra_kept, dropped + extra_dropped, checked + len(extra)
+            missing = uncovered_spans(
+                spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold
+            )
+        report.faithfulness = (len(kept) / checked) if checked else 1.0
+        report.coverage = (1 - len(missing) / len(spans)) if spans else 1.0
+        report.independence = independence_ratio(kept)
+        report.dropped_rules = dropped
+        report.uncovered_spans = missing
+        return kept
+
+    @staticmethod
+    def _ranges(kept: list[Rule], absorbed: list[Rule], merged: dict[str, str]) -> dict[str, list[tuple[int, int]]]:
+        alive = {r.rule_id for r in kept}
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        for rule in kept + [r for r in absorbed if merged.get(r.rule_id) in alive]:
+            if rule.document_id and rule.source_start is not None and rule.source_end is not None:
+                ranges.setdefault(rule.document_id, []).append((rule.source_start, rule.source_end))
+        return ranges

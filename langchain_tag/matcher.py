@@ -1,0 +1,233 @@
+"""Pairwise matching: one LLM judgment per (input, rule) pair.
+
+:class:`PairwiseJudge` builds the prompt for each pair, sends them through the
+chat model's ``batch``/``abatch`` with bounded concurrency, reads each verdict
+(first-token logprobs where offered, the reply text otherwise), retries a
+malformed or failed reply once, and counts what still fails as NO, reporting
+it in the :class:`MatchResult`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from langchain_tag.parsing import ParseError, message_text, parse_verdict
+from langchain_tag.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
+from langchain_tag.rules import Rule
+
+__all__ = ["Judgment", "MatchResult", "MatcherError", "PairwiseJudge", "resolve_judge_prompt"]
+
+logger = logging.getLogger(__name__)
+
+
+class MatcherError(RuntimeError):
+    """Every judgment of a query failed: the model could not be reached or used."""
+
+
+@dataclass
+class Judgment:
+    """The verdict for one (input, rule) pair.
+
+    Attributes:
+        rule_id: The rule judged.
+        applies: Final decision (``False`` when the judgment failed).
+        probability: P(YES) from logprobs, when available.
+        error: Why the judgment failed, if it did (then counted as NO).
+        attempts: How many calls were made for this pair.
+        prompt_tokens: Prompt tokens reported by the model, summed over attempts.
+        completion_tokens: Completion tokens, summed over attempts.
+        reply: The last reply text.
+    """
+
+    rule_id: str
+    applies: bool = False
+    probability: float | None = None
+    error: str | None = None
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reply: str = ""
+
+
+@dataclass
+class MatchResult:
+    """All judgments for one input, in rule order."""
+
+    query: str
+    predicate: str
+    judgments: list[Judgment] = field(default_factory=list)
+
+    @property
+    def matched(self) -> list[Judgment]:
+        """Judgments that said YES, highest probability first, then rule order."""
+        yes = [j for j in self.judgments if j.applies]
+        order = {id(j): i for i, j in enumerate(yes)}
+        return sorted(yes, key=lambda j: (-(j.probability if j.probability is not None else 1.0), order[id(j)]))
+
+    @property
+    def failed(self) -> list[Judgment]:
+        """Judgments that failed after the retry and were counted as NO."""
+        return [j for j in self.judgments if j.error is not None]
+
+    @property
+    def calls(self) -> int:
+        """LLM calls made."""
+        return sum(j.attempts for j in self.judgments)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens over all calls."""
+        return sum(j.prompt_tokens for j in self.judgments)
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens over all calls."""
+        return sum(j.completion_tokens for j in self.judgments)
+
+
+def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
+    """Return the judge prompt for a registry name or pass one through.
+
+    Raises:
+        ValueError: For an unknown name, listing the known ones.
+    """
+    if isinstance(predicate, JudgePrompt):
+        return predicate
+    try:
+        return JUDGE_PROMPTS[predicate]
+    except KeyError:
+        known = ", ".join(sorted(JUDGE_PROMPTS))
+        raise ValueError(f"unknown judge predicate {predicate!r}; choose one of: {known}") from None
+
+
+class PairwiseJudge:
+    """Judge every (input, rule) pair independently with one chat model.
+
+    Args:
+        llm: Any chat model. For one-token verdicts bind it with
+            ``max_tokens=1`` and, where the provider supports it,
+            ``logprobs=True, top_logprobs=5``.
+        prompt: A :class:`JudgePrompt` or its registry name.
+        verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
+        threshold: P(YES) at or above which a logprob verdict is YES.
+        max_concurrency: Most judgments in flight at once.
+        max_attempts: Calls per pair before a failure is counted as NO.
+    """
+
+    def __init__(
+        self,
+        llm: BaseChatModel,
+        prompt: str | JudgePrompt = "applicability",
+        *,
+        verdict_format: VerdictFormat = "token",
+        threshold: float = 0.5,
+        max_concurrency: int = 8,
+        max_attempts: int = 2,
+    ) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.llm = llm
+        self.prompt = resolve_judge_prompt(prompt)
+        self.verdict_format: VerdictFormat = verdict_format
+        self.threshold = threshold
+        self.max_concurrency = max_concurrency
+        self.max_attempts = max_attempts
+
+    def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
+        """The prompt for one pair."""
+        return self.prompt.messages(query, rule, self.verdict_format)
+
+    def _config(self, callbacks: Callbacks) -> RunnableConfig:
+        return RunnableConfig(max_concurrency=self.max_concurrency, callbacks=callbacks, run_name="tag_judge")
+
+    def judge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
+        """Judge ``query`` against every rule.
+
+        Raises:
+            MatcherError: When every call raised (nothing could be judged).
+        """
+        judgments = [Judgment(rule_id=r.rule_id) for r in rules]
+        pending = list(range(len(rules)))
+        for _ in range(self.max_attempts):
+            if not pending:
+                break
+            replies = self.llm.batch(
+                [self.messages(query, rules[i]) for i in pending],
+                config=self._config(callbacks),
+                return_exceptions=True,
+            )
+            pending = self._absorb(judgments, pending, replies)
+        return self._finish(query, judgments)
+
+    async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
+        """Async twin of :meth:`judge`."""
+        judgments = [Judgment(rule_id=r.rule_id) for r in rules]
+        pending = list(range(len(rules)))
+        for _ in range(self.max_attempts):
+            if not pending:
+                break
+            replies = await self.llm.abatch(
+                [self.messages(query, rules[i]) for i in pending],
+                config=self._config(callbacks),
+                return_exceptions=True,
+            )
+            pending = self._absorb(judgments, pending, replies)
+        return self._finish(query, judgments)
+
+    def _absorb(self, judgments: list[Judgment], pending: list[int], replies: Sequence[Any]) -> list[int]:
+        """Record replies; return the indices that need another attempt."""
+        retry: list[int] = []
+        for index, reply in zip(pending, replies):
+            judgment = judgments[index]
+            judgment.attempts += 1
+            if isinstance(reply, BaseException):
+                judgment.error = f"{type(reply).__name__}: {reply}"
+                judgment.reply = ""
+                retry.append(index)
+                continue
+            if isinstance(reply, AIMessage) and reply.usage_metadata:
+                judgment.prompt_tokens += reply.usage_metadata.get("input_tokens", 0)
+                judgment.completion_tokens += reply.usage_metadata.get("output_tokens", 0)
+            judgment.reply = message_text(reply)
+            try:
+                verdict = parse_verdict(reply, threshold=self.threshold)
+            except ParseError as exc:
+                judgment.error = str(exc)
+                retry.append(index)
+                continue
+            judgment.applies = verdict.applies
+            judgment.probability = verdict.probability
+            judgment.error = None
+        return retry
+
+    def _finish(self, query: str, judgments: list[Judgment]) -> MatchResult:
+        result = MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
+        failed = result.failed
+        if failed:
+            for judgment in failed:
+                judgment.applies = False
+            if len(failed) == len(judgments) and all(not j.reply for j in failed):
+                raise MatcherError(
+                    f"all {len(judgments)} judgments failed calling {type(self.llm).__name__}; "
+                    f"last error: {failed[-1].error}"
+                )
+            logger.warning(
+                "%d of %d judgments failed after %d attempts and were counted as NO: %s",
+                len(failed),
+                len(judgments),
+                self.max_attempts,
+                ", ".join(f"{j.rule_id} ({j.error})" for j in failed[:5]),
+            )
+        return result

@@ -1,0 +1,360 @@
+"""Every prompt the package sends, kept apart from the code that sends them.
+
+Each prompt is a pure function from its inputs to a list of chat messages.
+Prompts carry a version string; caches and stores key on it, so editing a
+prompt's wording must bump its version.
+
+Layout rule for the judge prompts: the fixed instructions come first (system
+message), then the task input, then the rule. Every judgment for one input
+therefore shares the longest possible prefix, which prompt caches (OpenAI,
+DeepSeek, vLLM prefix caching, llama.cpp KV reuse) can reuse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_tag.rules import Rule
+
+__all__ = [
+    "EXECUTOR_PROMPTS",
+    "EXTRACTION_PROMPT_VERSION",
+    "JUDGE_PROMPTS",
+    "ExecutorPrompt",
+    "JudgePrompt",
+    "VerdictFormat",
+    "dedup_messages",
+    "decomposition_messages",
+    "operationalisation_messages",
+    "span_detection_messages",
+]
+
+VerdictFormat = Literal["token", "json"]
+
+# --------------------------------------------------------------------------
+# Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
+# --------------------------------------------------------------------------
+EXTRACTION_PROMPT_VERSION = "extract-v1"
+
+_JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
+
+_SPAN_SYSTEM = """You read {domain} documents and mark every passage that tells someone what to do.
+A normative span is text that requires, forbids, recommends, permits, makes an exception to, or sets a condition on some action. Be generous: soft wording ("prefer", "avoid", "usually", "should normally") counts.
+Leave out background, history, motivation, examples that state no rule, and definitions, unless a definition is needed to know when a rule applies.
+Copy each span exactly as it appears in the section, character for character. Never paraphrase, shorten with ellipses, or join separate passages.
+""" + _JSON_ONLY
+
+_SPAN_USER = """Section title: {title}
+Section text:
+<<<
+{text}
+>>>
+
+Return {{"spans": [{{"span_id": "S-001", "text": "<exact substring of the section>", "normative_type": "requirement|prohibition|recommendation|permission|exception|conditional", "context_summary": "<one sentence on what the span governs>"}}]}}.
+Number spans S-001, S-002, ... in reading order. Return {{"spans": []}} if the section states no rule."""
+
+
+def span_detection_messages(*, domain: str, title: str, text: str) -> list[BaseMessage]:
+    """Phase 1: find the normative spans of one document section."""
+    return [
+        SystemMessage(_SPAN_SYSTEM.format(domain=domain)),
+        HumanMessage(_SPAN_USER.format(title=title or "(untitled)", text=text)),
+    ]
+
+
+_DECOMP_SYSTEM = """You split {domain} rules into atomic units. An atomic unit has one subject, one situation in which it applies, and one action.
+Split a span when it: lists several independent actions; gives alternative conditions ("if A or B" becomes one unit for A and one for B); or gives different subjects different actions.
+Do not split: joint conditions ("if A and B" stays one unit); an exception from the rule it qualifies.
+Each unit must read on its own (resolve "this", "such", "it"). Never add a duty, limit or permission the span does not state.
+""" + _JSON_ONLY
+
+_DECOMP_USER = """Spans:
+{spans}
+
+Return {{"units": [{{"atomic_id": "A-001", "source_span_id": "<span_id>", "text": "<self-contained statement of the unit>", "original_text": "<the span's text, verbatim>", "was_split": true|false, "split_rationale": "<why split, or empty>"}}]}}.
+Every span yields at least one unit. Number units A-001, A-002, ... across the whole answer."""
+
+
+def decomposition_messages(*, domain: str, spans: Sequence[dict[str, Any]]) -> list[BaseMessage]:
+    """Phase 2: decompose normative spans into atomic units."""
+    listing = json.dumps(
+        [{"span_id": s["span_id"], "text": s["text"], "normative_type": s.get("normative_type", "")} for s in spans],
+        ensure_ascii=False,
+        indent=1,
+    )
+    return [
+        SystemMessage(_DECOMP_SYSTEM.format(domain=domain)),
+        HumanMessage(_DECOMP_USER.format(spans=listing)),
+    ]
+
+
+_OPER_SYSTEM = """You turn atomic {domain} statements into operational rules that a program could apply to a single task input.
+condition: the observable state of the input under which the rule applies, checkable by reading the input alone, with no outside knowledge. Say WHEN it applies, not merely what topic it concerns. Bad: "the code has import problems". Good: "the code imports with a wildcard, as in `from m import *`".
+action: one concrete operation on the input. Vague goals ("improve", "ensure quality", "make it appropriate") are not actions; say what to change and how. Bad: "make it neutral". Good: "replace the evaluative word with a neutral description, or attribute the judgement to a source named in the sentence".
+rule_name: 3 to 8 words that tell this rule apart from its neighbours.
+category_tags: 1 to 3 short lower-case tags naming the rule's subject.
+source_text: copy the unit's original_text verbatim.
+""" + _JSON_ONLY
+
+_OPER_RICH_FIELDS = """
+Also give: "primary_tag" (the one main category), "applies_when" (the kind of transaction or situation), "constraint" (the limit or requirement imposed), "violation_check" (how to tell from the facts that the rule is broken), "does_not_apply_to" (a list of situations that veto the rule; [] if none)."""
+
+_OPER_USER = """Atomic units:
+{units}
+
+Return {{"rules": [{{"atomic_id": "<atomic_id>", "rule_name": "...", "condition": "...", "action": "...", "source_text": "<verbatim original_text>", "category_tags": ["..."]{rich}}}]}} with exactly one rule per unit."""
+
+
+def operationalisation_messages(
+    *, domain: str, units: Sequence[dict[str, Any]], rich_schema: bool = False
+) -> list[BaseMessage]:
+    """Phase 3: write one operational rule per atomic unit."""
+    listing = json.dumps(
+        [{"atomic_id": u["atomic_id"], "text": u["text"], "original_text": u["original_text"]} for u in units],
+        ensure_ascii=False,
+        indent=1,
+    )
+    rich = (
+        ', "primary_tag": "...", "applies_when": "...", "constraint": "...", "violation_check": "...", "does_not_apply_to": []'
+        if rich_schema
+        else ""
+    )
+    system = _OPER_SYSTEM.format(domain=domain) + (_OPER_RICH_FIELDS if rich_schema else "")
+    return [SystemMessage(system), HumanMessage(_OPER_USER.format(units=listing, rich=rich))]
+
+
+_DEDUP_SYSTEM = """You audit a set of {domain} rules that share a topic. Compare them in pairs and report only the pairs that are not independent:
+- duplicate: both say the same thing;
+- subsumption: one rule's case is wholly contained in the other's;
+- overlap: they apply to some of the same inputs with compatible actions;
+- conflict: they can apply to the same input with actions that cannot both be followed.
+For each reported pair choose preferred_action: merge (keep one rule), keep_both, or manual_review.
+""" + _JSON_ONLY
+
+_DEDUP_USER = """Rules:
+{rules}
+
+Return {{"pairs": [{{"rule_a": "<rule_id>", "rule_b": "<rule_id>", "relation": "duplicate|subsumption|overlap|conflict", "preferred_action": "merge|keep_both|manual_review", "explanation": "<one sentence>"}}]}}. Return {{"pairs": []}} if all are independent."""
+
+
+def dedup_messages(*, domain: str, rules: Sequence[Rule]) -> list[BaseMessage]:
+    """Phase 4: label the non-independent pairs among rules sharing a tag."""
+    listing = json.dumps(
+        [
+            {"rule_id": r.rule_id, "rule_name": r.rule_name, "condition": r.condition, "action": r.action}
+            for r in rules
+        ],
+        ensure_ascii=False,
+        indent=1,
+    )
+    return [SystemMessage(_DEDUP_SYSTEM.format(domain=domain)), HumanMessage(_DEDUP_USER.format(rules=listing))]
+
+
+# --------------------------------------------------------------------------
+# Stage 2: pairwise judgments.
+# --------------------------------------------------------------------------
+_TOKEN_REPLY = "Answer with one word: YES or NO."
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """A pairwise judge prompt: a predicate over (input, rule).
+
+    Attributes:
+        name: Registry name, e.g. ``"applicability"``.
+        version: Bumped whenever the wording changes.
+        system: Fixed instructions, shared by every call.
+        render_rule: Renders the rule fields the judge may see.
+        question: The question asked after the rule.
+        json_reply: The reply instruction used when ``verdict_format="json"``.
+        shows_action: Whether the judge sees the rule's action (only the
+            relevance baseline does).
+    """
+
+    name: str
+    version: str
+    system: str
+    render_rule: Callable[[Rule], str]
+    question: str
+    json_reply: str
+    shows_action: bool = False
+
+    def messages(self, query: str, rule: Rule, verdict_format: VerdictFormat = "token") -> list[BaseMessage]:
+        """Build the messages for one judgment: system, then input, then rule."""
+        reply = _TOKEN_REPLY if verdict_format == "token" else self.json_reply
+        user = f"INPUT:\n<<<\n{query}\n>>>\n\nRULE:\n{self.render_rule(rule)}\n\n{self.question} {reply}"
+        return [SystemMessage(self.system), HumanMessage(user)]
+
+
+def _render_condition_rule(rule: Rule) -> str:
+    tags = ", ".join(rule.category_tags) or "-"
+    return f"id: {rule.rule_id}\nname: {rule.rule_name}\ncondition: {rule.condition}\ntags: {tags}"
+
+
+def _render_relevance_rule(rule: Rule) -> str:
+    return _render_condition_rule(rule) + f"\naction: {rule.action}"
+
+
+def _render_rich_rule(rule: Rule) -> str:
+    lines = [f"id: {rule.rule_id}", f"name: {rule.rule_name}"]
+    if rule.primary_tag:
+        lines.append(f"primary tag: {rule.primary_tag}")
+    lines.append(f"applies when: {rule.applies_when or rule.condition}")
+    if rule.applies_when and rule.condition != rule.applies_when:
+        lines.append(f"condition: {rule.condition}")
+    if rule.constraint:
+        lines.append(f"constraint: {rule.constraint}")
+    if rule.violation_check:
+        lines.append(f"violation check: {rule.violation_check}")
+    vetoes = "; ".join(rule.does_not_apply_to) or "-"
+    lines.append(f"does not apply to: {vetoes}")
+    return "\n".join(lines)
+
+
+_APPLICABILITY_SYSTEM = """You decide whether one rule applies to one input. A rule applies only when the input itself satisfies the rule's condition.
+Say YES only if the condition clearly holds for this input as written.
+Say NO if the rule is merely on a related topic, if deciding would need facts the input does not give, or if you would have to assume or invent anything.
+When in doubt, say NO."""
+
+_RELEVANCE_SYSTEM = """You decide whether a reference rule is relevant to an input: whether a person handling the input could plausibly find the rule useful.
+Say YES if the rule is relevant to the input, NO otherwise."""
+
+_NBA_SYSTEM = """You decide whether one NBA collective bargaining agreement rule governs a salary-cap scenario. The rule applies only when the scenario's stated facts satisfy the rule's own preconditions.
+- The transaction type must match: signing, trade, extension, renegotiation, qualifying offer, or sign-and-trade.
+- Generic verbs in the rule ("evaluate", "check") are not preconditions.
+- A rule about a specific mechanism (mid-level exception, bi-annual exception, traded player exception, two-way contract, 10-day contract, rookie scale extension, designated veteran extension) applies only if the scenario uses that mechanism.
+- A general limit (salary cap, tax, apron, maximum salary, raises, contract length) applies only if the scenario gives the facts needed to evaluate it, not merely because the term appears.
+- If any "does not apply to" item matches the scenario, the rule does not apply.
+- Among near-identical rules, accept only the one whose boundary (years of service, length, amount) the scenario's facts support.
+When in doubt, the rule does not apply."""
+
+JUDGE_PROMPTS: dict[str, JudgePrompt] = {
+    "applicability": JudgePrompt(
+        name="applicability",
+        version="judge-applicability-v1",
+        system=_APPLICABILITY_SYSTEM,
+        render_rule=_render_condition_rule,
+        question="Does the INPUT satisfy the RULE's condition?",
+        json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
+    ),
+    "relevance": JudgePrompt(
+        name="relevance",
+        version="judge-relevance-v1",
+        system=_RELEVANCE_SYSTEM,
+        render_rule=_render_relevance_rule,
+        question="Is the RULE relevant to the INPUT?",
+        json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
+        shows_action=True,
+    ),
+    "nba": JudgePrompt(
+        name="nba",
+        version="judge-nba-v1",
+        system=_NBA_SYSTEM,
+        render_rule=_render_rich_rule,
+        question="Does the RULE apply to the scenario in the INPUT?",
+        json_reply='Reply with JSON only: {"applicable": true|false, "reason": "<one sentence>"}.',
+    ),
+}
+
+
+# --------------------------------------------------------------------------
+# Stage 3: execution.
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExecutorPrompt:
+    """An executor prompt in rule mode and its chunk-mode twin.
+
+    Rule mode lists ``[rule_id] action`` lines; chunk mode lists reference
+    passages. Everything else is identical, so only the reference material
+    differs between methods.
+    """
+
+    name: str
+    version: str
+    system: str
+    rules_intro: str
+    chunks_intro: str
+    none_text: str
+    task_suffix: str = ""
+
+    def messages(self, query: str, units: Sequence[tuple[str, str]], unit_kind: str = "rules") -> list[BaseMessage]:
+        """Build executor messages.
+
+        Args:
+            query: The task input.
+            units: ``(id, text)`` pairs: rule ids and actions, or chunk ids and text.
+            unit_kind: ``"rules"``, ``"chunks"`` or ``"none"``.
+        """
+        if unit_kind == "none" or not units:
+            reference = self.none_text
+        elif unit_kind == "rules":
+            reference = self.rules_intro + "\n" + "\n".join(f"[{uid}] {text}" for uid, text in units)
+        else:
+            reference = self.chunks_intro + "\n" + "\n\n".join(f"[{uid}] {text}" for uid, text in units)
+        user = f"{reference}\n\nINPUT:\n{query}"
+        if self.task_suffix:
+            user += f"\n\n{self.task_suffix}"
+        return [SystemMessage(self.system), HumanMessage(user)]
+
+
+EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
+    "generic": ExecutorPrompt(
+        name="generic",
+        version="exec-generic-v1",
+        system=(
+            "You carry out a task on the user's input. Follow the reference guidance where it fits the input; "
+            "do not invent facts. Give only the result."
+        ),
+        rules_intro="Rules that apply to this input (id and what to do):",
+        chunks_intro="Reference passages:",
+        none_text="No reference guidance is given.",
+    ),
+    "npov": ExecutorPrompt(
+        name="npov",
+        version="exec-npov-v1",
+        system=(
+            "You edit one encyclopedia sentence so that it follows the neutral point of view policy. "
+            "Use only edits that can be made with information already in the sentence: add no facts, sources or "
+            "viewpoints, and keep the sentence's content. Answer in exactly three lines:\n"
+            "Applied rules: <comma-separated rule ids, or NONE>\n"
+            "Reasoning: <one sentence>\n"
+            "Rewrite: <the revised sentence>\n"
+            "If no rule is applied, the Rewrite line repeats the sentence unchanged."
+        ),
+        rules_intro="Rules to apply (id and action):",
+        chunks_intro="Policy passages (cite passage ids in place of rule ids):",
+        none_text="No policy material is given; rely on the neutral point of view policy as you know it.",
+    ),
+    "code": ExecutorPrompt(
+        name="code",
+        version="exec-code-v1",
+        system=(
+            "You complete a Python function. Keep its signature and docstring exactly. Correctness comes first; "
+            "then follow the style rules that fit the code you write. Output only the complete code: no Markdown "
+            "fences, no explanation, no imports or comments that the code does not need."
+        ),
+        rules_intro="Style rules (id and action):",
+        chunks_intro="Style guide passages:",
+        none_text="No style material is given.",
+    ),
+    "nba": ExecutorPrompt(
+        name="nba",
+        version="exec-nba-v1",
+        system=(
+            "You decide whether any operation in an NBA salary-cap scenario breaks the collective bargaining "
+            "agreement. Use only the facts stated. If the material does not establish that an operation is "
+            "illegal, answer false. Reply with JSON only: "
+            '{"answer": true|false, "illegal_operation": "<operation letter>"|null, '
+            '"problematic_team": "<team letter>"|null, "rationale": "<short explanation>"} '
+            "where answer true means some operation is illegal."
+        ),
+        rules_intro="Rules that govern this scenario (id and requirement):",
+        chunks_intro="Agreement excerpts:",
+        none_text="No agreement text is given; use your knowledge of the NBA collective bargaining agreement.",
+    ),
+}

@@ -1,0 +1,231 @@
+"""Retrievers over rule documents: applicability, relevance and all rules.
+
+:class:`ApplicabilityRetriever` is a drop-in replacement for a vector store
+retriever inside any LangChain chain: ``invoke(query)`` returns the rule
+``Document`` objects whose condition the query satisfies, each carrying its
+verdict in metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from typing_extensions import Self, override
+
+from langchain_tag.matcher import MatchResult, PairwiseJudge
+from langchain_tag.prompts import JudgePrompt, VerdictFormat
+from langchain_tag.rules import Rule, rules_from_documents
+
+__all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever"]
+
+# Metadata keys the retriever adds to each returned document.
+VERDICT_KEY = "tag_verdict"
+SCORE_KEY = "tag_score"
+PREDICATE_KEY = "tag_predicate"
+FAILED_KEY = "tag_failed_rule_ids"
+
+
+def _as_documents(value: Any) -> Any:
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [item.to_document() if isinstance(item, Rule) else item for item in value]
+    return value
+
+
+class ApplicabilityRetriever(BaseRetriever):
+    """Retrieve the rules whose condition the query satisfies.
+
+    One judgment per (query, rule) pair, sent through the model's
+    ``batch``/``abatch`` with ``max_concurrency``. The judge sees each rule's
+    id, name, condition and tags, never its action. A malformed reply is
+    retried once, then counted as NO and reported in the returned documents'
+    metadata (``tag_failed_rule_ids``) and in :meth:`match`'s result.
+
+    Example:
+        .. code-block:: python
+
+            retriever = ApplicabilityRetriever(llm=judge_llm, rules=rule_docs)
+            chain = {"context": retriever, "question": RunnablePassthrough()} | prompt | llm
+
+    Attributes:
+        llm: The judge model.
+        rules: Rule documents (any ``Document`` carrying the rule metadata keys)
+            or :class:`~langchain_tag.rules.Rule` objects.
+        predicate: ``"applicability"`` (default), ``"relevance"``, ``"nba"`` or a
+            :class:`~langchain_tag.prompts.JudgePrompt`.
+        verdict_format: ``"token"`` (one-word YES/NO) or ``"json"``.
+        threshold: P(YES) needed for YES when the model returns logprobs.
+        k: Optional cap on the number of documents returned, highest P(YES) first.
+        max_concurrency: Most judgments in flight at once.
+        vectorstore: Optional store of rule documents to draw candidates from.
+        candidates: With ``vectorstore``, judge only the top-N similar rules.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    llm: BaseChatModel
+    rules: list[Document] = Field(default_factory=list)
+    predicate: str | JudgePrompt = "applicability"
+    verdict_format: VerdictFormat = "token"
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    k: int | None = Field(default=None, ge=0)
+    max_concurrency: int = Field(default=8, ge=1)
+    vectorstore: VectorStore | None = None
+    candidates: int | None = Field(default=None, ge=1)
+
+    _rules: list[Rule] = PrivateAttr(default_factory=list)
+    _judge: PairwiseJudge = PrivateAttr()
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _coerce_rules(cls, value: Any) -> Any:
+        return _as_documents(value)
+
+    @model_validator(mode="after")
+    def _setup(self) -> Self:
+        self._rules = rules_from_documents(self.rules)
+        if self.candidates is not None and self.vectorstore is None:
+            raise ValueError("candidates= needs a vectorstore to draw candidates from")
+        if not self._rules and self.candidates is None:
+            raise ValueError(
+                "ApplicabilityRetriever needs rules=, or a vectorstore with candidates=N "
+                "(use from_vectorstore to judge every stored rule)"
+            )
+        self._judge = PairwiseJudge(
+            self.llm,
+            self.predicate,
+            verdict_format=self.verdict_format,
+            threshold=self.threshold,
+            max_concurrency=self.max_concurrency,
+        )
+        return self
+
+    @classmethod
+    def from_vectorstore(
+        cls,
+        llm: BaseChatModel,
+        vectorstore: VectorStore,
+        *,
+        candidates: int | None = None,
+        **kwargs: Any,
+    ) -> ApplicabilityRetriever:
+        """Judge the rules stored in a vector store.
+
+        Args:
+            llm: The judge model.
+            vectorstore: A store of rule documents (for example Chroma).
+            candidates: If given, judge only the ``candidates`` rules most
+                similar to each query (a cheap pre-filter for large rule sets);
+                otherwise every stored rule is loaded once and judged.
+            **kwargs: Other retriever fields (``k``, ``threshold``, ...).
+
+        Raises:
+            TypeError: When every rule must be loaded but the store cannot list
+                its documents (it has no Chroma-style ``get``).
+        """
+        if candidates is not None:
+            return cls(llm=llm, vectorstore=vectorstore, candidates=candidates, **kwargs)
+        getter = getattr(vectorstore, "get", None)
+        if getter is None:
+            raise TypeError(
+                f"{type(vectorstore).__name__} cannot list its documents; pass candidates=N to judge the top-N"
+            )
+        stored = getter(include=["documents", "metadatas"])
+        docs = [
+            Document(page_content=text or "", metadata=meta or {}, id=doc_id)
+            for doc_id, text, meta in zip(stored["ids"], stored["documents"], stored["metadatas"])
+        ]
+        return cls(llm=llm, rules=docs, **kwargs)
+
+    # ------------------------------------------------------------------ matching
+    def _candidates(self, query: str) -> list[Rule]:
+        if self.vectorstore is not None and self.candidates is not None:
+            found = self.vectorstore.similarity_search(query, k=self.candidates)
+            return rules_from_documents(found)
+        return self._rules
+
+    async def _acandidates(self, query: str) -> list[Rule]:
+        if self.vectorstore is not None and self.candidates is not None:
+            found = await self.vectorstore.asimilarity_search(query, k=self.candidates)
+            return rules_from_documents(found)
+        return self._rules
+
+    def match(self, query: str, *, callbacks: Any = None) -> MatchResult:
+        """Judge every candidate rule and return all judgments, with token counts."""
+        return self._judge.judge(query, self._candidates(query), callbacks=callbacks)
+
+    async def amatch(self, query: str, *, callbacks: Any = None) -> MatchResult:
+        """Async twin of :meth:`match`."""
+        return await self._judge.ajudge(query, await self._acandidates(query), callbacks=callbacks)
+
+    def _documents(self, result: MatchResult, rules: Sequence[Rule], k: int | None) -> list[Document]:
+        by_id = {rule.rule_id: rule for rule in rules}
+        failed = ",".join(j.rule_id for j in result.failed)
+        cap = self.k if k is None else k
+        matched = result.matched if cap is None else result.matched[:cap]
+        docs = []
+        for judgment in matched:
+            doc = by_id[judgment.rule_id].to_document()
+            doc.metadata[VERDICT_KEY] = "YES"
+            doc.metadata[PREDICATE_KEY] = result.predicate
+            if judgment.probability is not None:
+                doc.metadata[SCORE_KEY] = judgment.probability
+            if failed:
+                doc.metadata[FAILED_KEY] = failed
+            docs.append(doc)
+        return docs
+
+    @override
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        rules = self._candidates(query)
+        result = self._judge.judge(query, rules, callbacks=run_manager.get_child())
+        return self._documents(result, rules, k)
+
+    @override
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        rules = await self._acandidates(query)
+        result = await self._judge.ajudge(query, rules, callbacks=run_manager.get_child())
+        return self._documents(result, rules, k)
+
+
+class RelevanceRetriever(ApplicabilityRetriever):
+    """The relevance baseline of the method's ablation.
+
+    Same pairwise setup and rules, but the judge sees the action and is asked
+    whether the rule is relevant to the input, not whether its condition holds.
+    """
+
+    predicate: str | JudgePrompt = "relevance"
+
+
+class AllRulesRetriever(BaseRetriever):
+    """Return every rule (the all-rules baseline), optionally capped at ``k``."""
+
+    rules: list[Document] = Field(default_factory=list)
+    k: int | None = Field(default=None, ge=0)
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _coerce_rules(cls, value: Any) -> Any:
+        return _as_documents(value)
+
+    @override
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        cap = self.k if k is None else k
+        docs = [Document(page_content=d.page_content, metadata=dict(d.metadata), id=d.id) for d in self.rules]
+        return docs if cap is None else docs[:cap]

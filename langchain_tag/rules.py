@@ -1,0 +1,252 @@
+"""The rule model: an atomic condition -> action pair traceable to its source.
+
+A :class:`Rule` converts losslessly to and from a LangChain
+:class:`~langchain_core.documents.Document` whose metadata holds only scalars
+(so it can be stored in Chroma), and a rule set converts to and from a JSONL
+file, one rule per line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = [
+    "Rule",
+    "RuleFileError",
+    "load_rules",
+    "rules_from_documents",
+    "rules_to_documents",
+    "save_rules",
+]
+
+# Metadata keys whose values are lists: tags are stored comma-separated (as the
+# spec asks); lists of free text, which may contain commas, are stored as JSON.
+_TAG_KEYS = ("category_tags",)
+_JSON_LIST_KEYS = ("does_not_apply_to", "conflicts_with", "related_rules", "merged_from")
+_TAG_SEPARATOR = ", "
+
+
+class RuleFileError(ValueError):
+    """A rule file or rule document could not be read.
+
+    The message names the file, the line and the field at fault.
+    """
+
+
+class Rule(BaseModel):
+    """One atomic, checkable rule.
+
+    The first six fields are the method's rule schema. The optional richer
+    fields (``primary_tag``, ``applies_when``, ``constraint``,
+    ``violation_check``, ``does_not_apply_to``) carry a domain schema such as
+    the NBA/CBA one; the provenance fields say where the rule came from.
+
+    Attributes:
+        rule_id: Unique id within a rule set, e.g. ``"R-001"``.
+        rule_name: Three to eight distinctive words.
+        condition: A state of the task input, checkable by reading the input.
+        action: A concrete operation the executor can carry out.
+        source_text: The verbatim span of the source document behind the rule.
+        category_tags: One to three short tags, used to group rules for dedup.
+        primary_tag: Richer schema: the rule's main category.
+        applies_when: Richer schema: when the rule applies (may restate condition).
+        constraint: Richer schema: the constraint the rule imposes.
+        violation_check: Richer schema: how to tell that the rule is violated.
+        does_not_apply_to: Richer schema: veto conditions; any match vetoes the rule.
+        document_id: Id of the source document.
+        span_id: Id of the phase-1 normative span the rule came from.
+        atomic_id: Id of the phase-2 atomic unit the rule came from.
+        source_start: Verified start offset of ``source_text`` in the document.
+        source_end: Verified end offset (exclusive) of ``source_text``.
+        faithfulness: Similarity (0..1) of ``source_text`` to the document.
+        conflicts_with: Ids of rules flagged as conflicting with this one.
+        related_rules: Ids of rules that overlap with this one.
+        merged_from: Ids of duplicate rules merged into this one.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    rule_id: str = Field(min_length=1)
+    rule_name: str = Field(min_length=1)
+    condition: str = Field(min_length=1)
+    action: str = Field(min_length=1)
+    source_text: str = ""
+    category_tags: list[str] = Field(default_factory=list)
+
+    primary_tag: str | None = None
+    applies_when: str | None = None
+    constraint: str | None = None
+    violation_check: str | None = None
+    does_not_apply_to: list[str] = Field(default_factory=list)
+
+    document_id: str | None = None
+    span_id: str | None = None
+    atomic_id: str | None = None
+    source_start: int | None = None
+    source_end: int | None = None
+    faithfulness: float | None = None
+    conflicts_with: list[str] = Field(default_factory=list)
+    related_rules: list[str] = Field(default_factory=list)
+    merged_from: list[str] = Field(default_factory=list)
+
+    @field_validator("category_tags", mode="before")
+    @classmethod
+    def _split_tags(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list):
+            tags: list[str] = []
+            for tag in value:
+                text = " ".join(str(tag).replace(",", " ").split()).lower()
+                if text and text not in tags:
+                    tags.append(text)
+            return tags
+        return value
+
+    @field_validator("does_not_apply_to", "conflicts_with", "related_rules", "merged_from", mode="before")
+    @classmethod
+    def _decode_json_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if not text:
+                return []
+            try:
+                decoded = json.loads(text)
+            except json.JSONDecodeError:
+                return [text]
+            return decoded if isinstance(decoded, list) else [str(decoded)]
+        return value
+
+    # ------------------------------------------------------------------ Document
+    def page_content(self) -> str:
+        """Text used as the rule ``Document``'s ``page_content``.
+
+        It names the rule and states its condition and action, so that a
+        vector store built over rule documents (the rules + similarity ablation)
+        embeds what the rule is about.
+        """
+        return f"{self.rule_name}\nWhen: {self.condition}\nDo: {self.action}"
+
+    def to_document(self) -> Document:
+        """Return the rule as a ``Document`` with scalar-only metadata."""
+        metadata: dict[str, Any] = {}
+        for key, value in self.model_dump().items():
+            if value is None:
+                continue
+            if key in _TAG_KEYS:
+                metadata[key] = _TAG_SEPARATOR.join(value)
+            elif key in _JSON_LIST_KEYS:
+                if value:
+                    metadata[key] = json.dumps(value, ensure_ascii=False)
+            else:
+                metadata[key] = value
+        return Document(page_content=self.page_content(), metadata=metadata, id=self.rule_id)
+
+    @classmethod
+    def from_document(cls, document: Document) -> Rule:
+        """Read a rule from any ``Document`` whose metadata carries the rule keys.
+
+        Keys other than the rule's fields (for example the verdict metadata
+        added by a retriever, or Chroma's own) are ignored.
+
+        Raises:
+            RuleFileError: When a required key is missing or a value is invalid.
+        """
+        fields = {k: v for k, v in document.metadata.items() if k in cls.model_fields}
+        missing = [k for k in ("rule_id", "rule_name", "condition", "action") if not fields.get(k)]
+        if missing:
+            raise RuleFileError(
+                f"document {document.id or '(no id)'} is not a rule document: "
+                f"metadata lacks {', '.join(missing)}"
+            )
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            raise RuleFileError(f"rule document {fields.get('rule_id')}: {_first_error(exc)}") from exc
+
+    def judge_view(self) -> dict[str, Any]:
+        """The fields an applicability judge may see: never the action."""
+        return {
+            "rule_id": self.rule_id,
+            "rule_name": self.rule_name,
+            "condition": self.condition,
+            "category_tags": self.category_tags,
+        }
+
+
+def rules_to_documents(rules: Iterable[Rule]) -> list[Document]:
+    """Convert rules to rule ``Document`` objects."""
+    return [rule.to_document() for rule in rules]
+
+
+def rules_from_documents(documents: Iterable[Document]) -> list[Rule]:
+    """Convert rule ``Document`` objects to rules, refusing duplicate ids.
+
+    Raises:
+        RuleFileError: On a document that is not a rule or a repeated ``rule_id``.
+    """
+    rules = [Rule.from_document(doc) for doc in documents]
+    _check_unique(rules, where="documents")
+    return rules
+
+
+def save_rules(rules: Iterable[Rule], path: str | Path) -> Path:
+    """Write rules to a JSONL file, one rule per line, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for rule in rules:
+            fh.write(rule.model_dump_json(exclude_none=True) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def load_rules(path: str | Path) -> list[Rule]:
+    """Read a JSONL rule file.
+
+    Blank lines are skipped. A line that is not JSON or not a valid rule
+    raises an error naming the file, the line number and the field.
+
+    Raises:
+        RuleFileError: On a bad line or a duplicate ``rule_id``.
+        FileNotFoundError: When the file does not exist.
+    """
+    path = Path(path)
+    rules: list[Rule] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RuleFileError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(data, dict):
+                raise RuleFileError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
+            try:
+                rules.append(Rule.model_validate(data))
+            except ValidationError as exc:
+                raise RuleFileError(f"{path}:{lineno}: {_first_error(exc)}") from exc
+    _check_unique(rules, where=str(path))
+    return rules
+
+
+def _check_unique(rules: Sequence[Rule], *, where: str) -> None:
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.rule_id in seen:
+            raise RuleFileError(f"{where}: duplicate rule_id {rule.rule_id!r}")
+        seen.add(rule.rule_id)
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err.get("loc", ())) or "(rule)"
+    return f"field {field!r}: {err.get('msg', 'invalid')}"

@@ -1,0 +1,260 @@
+"""Deterministic stand-ins for tests, examples and offline dry runs.
+
+:class:`FakeChatModel` answers from the prompt text through a function you
+give it, so its replies do not depend on call order and stay correct under
+batching and concurrency. :func:`fake_judge` builds one that says YES to a set
+of rule ids. :class:`HashingEmbeddings` is a deterministic bag-of-words
+embedding, good enough for in-memory Chroma in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import PrivateAttr
+from typing_extensions import override
+
+__all__ = ["FakeChatModel", "HashingEmbeddings", "fake_extractor", "fake_judge", "prompt_text"]
+
+Reply = str | tuple[str, float] | BaseException
+
+
+def prompt_text(messages: Iterable[BaseMessage]) -> str:
+    """Join the text of a prompt's messages, one per paragraph."""
+    return "\n\n".join(str(m.content) for m in messages)
+
+
+class FakeChatModel(BaseChatModel):
+    """A chat model whose reply is a function of the prompt text.
+
+    Args:
+        respond: Maps the joined prompt text to a reply string, a
+            ``(reply, p_yes)`` pair (used for logprobs), or an exception to raise.
+        delay: Seconds each call takes (to exercise concurrency).
+        with_logprobs: Attach OpenAI-style first-token logprobs for YES/NO replies.
+
+    Attributes:
+        calls: Number of calls made so far.
+        max_in_flight: Highest number of calls running at the same time.
+        prompts: Every prompt text received, in arrival order.
+    """
+
+    respond: Callable[[str], Reply]
+    delay: float = 0.0
+    with_logprobs: bool = False
+
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _in_flight: int = PrivateAttr(default=0)
+    _max_in_flight: int = PrivateAttr(default=0)
+    _prompts: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "langchain-tag-fake"
+
+    @property
+    def calls(self) -> int:
+        """Number of calls made so far."""
+        return len(self._prompts)
+
+    @property
+    def max_in_flight(self) -> int:
+        """Peak number of concurrent calls."""
+        return self._max_in_flight
+
+    @property
+    def prompts(self) -> list[str]:
+        """Prompt texts received."""
+        return list(self._prompts)
+
+    def _enter(self, text: str) -> None:
+        with self._lock:
+            self._prompts.append(text)
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _result(self, text: str) -> ChatResult:
+        reply = self.respond(text)
+        if isinstance(reply, BaseException):
+            raise reply
+        p_yes: float | None = None
+        if isinstance(reply, tuple):
+            reply, p_yes = reply
+        metadata: dict[str, Any] = {}
+        word = reply.strip().upper()
+        if self.with_logprobs and word in {"YES", "NO"}:
+            p = p_yes if p_yes is not None else (0.9 if word == "YES" else 0.1)
+            p = min(max(p, 1e-6), 1 - 1e-6)
+            top = [{"token": "YES", "logprob": math.log(p)}, {"token": "NO", "logprob": math.log(1 - p)}]
+            metadata["logprobs"] = {"content": [{"token": word, "logprob": math.log(p if word == "YES" else 1 - p), "top_logprobs": top}]}
+        usage = {
+            "input_tokens": len(text.split()),
+            "output_tokens": max(1, len(reply.split())),
+            "total_tokens": len(text.split()) + max(1, len(reply.split())),
+        }
+        message = AIMessage(content=reply, response_metadata=metadata, usage_metadata=usage)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @override
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = prompt_text(messages)
+        self._enter(text)
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+            return self._result(text)
+        finally:
+            self._leave()
+
+    @override
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = prompt_text(messages)
+        self._enter(text)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            return self._result(text)
+        finally:
+            self._leave()
+
+
+_RULE_ID = re.compile(r"RULE:\s*\nid: (\S+)")
+
+
+def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:
+    """A fake judge that says YES exactly for the given rule ids.
+
+    It reads the rule id from the RULE block of the judge prompt, so it works
+    for any input and any call order.
+    """
+    yes = set(yes_rule_ids)
+
+    def respond(text: str) -> Reply:
+        found = _RULE_ID.search(text)
+        if found is None:
+            return "I cannot tell."
+        return "YES" if found.group(1) in yes else "NO"
+
+    return FakeChatModel(respond=respond, **kwargs)
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbeddings(Embeddings):
+    """Deterministic bag-of-words embeddings via feature hashing.
+
+    Texts that share words get similar vectors, so similarity search behaves
+    sensibly in tests, with no model and no network.
+
+    Args:
+        size: Vector dimension.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+
+    def _embed(self, text: str) -> list[float]:
+        vector = [0.0] * self.size
+        for token in _TOKEN.findall(text.lower()):
+            digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self.size
+            vector[index] += 1.0 if digest[4] % 2 == 0 else -1.0
+        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+        return [v / norm for v in vector]
+
+    @override
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    @override
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
+_SECTION = re.compile(r"<<<\n(.*)\n>>>", re.DOTALL)
+_LISTING = re.compile(r"^(?:Spans|Atomic units|Rules):\n(\[.*\])\n\nReturn", re.DOTALL | re.MULTILINE)
+_NORMATIVE = re.compile(r"\b(must|should|never|avoid|prefer|do not|don't|always|use)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
+
+
+def _fake_extraction_reply(text: str) -> str:
+    """Deterministic extraction replies keyed on the JSON each phase asks for."""
+    import json
+
+    if 'Return {"spans"' in text:
+        section = _SECTION.search(text)
+        body = section.group(1) if section else ""
+        spans = [
+            {"span_id": f"S-{i:03d}", "text": s.strip(), "normative_type": "requirement", "context_summary": ""}
+            for i, s in enumerate((m.group(0) for m in _SENTENCE.finditer(body) if _NORMATIVE.search(m.group(0))), 1)
+        ]
+        return json.dumps({"spans": spans})
+    listing = _LISTING.search(text)
+    items = json.loads(listing.group(1)) if listing else []
+    if 'Return {"units"' in text:
+        units = [
+            {"atomic_id": f"A-{i:03d}", "source_span_id": s["span_id"], "text": s["text"], "original_text": s["text"],
+             "was_split": False, "split_rationale": ""}
+            for i, s in enumerate(items, 1)
+        ]
+        return json.dumps({"units": units})
+    if 'Return {"rules"' in text:
+        rules = []
+        for u in items:
+            words = _TOKEN.findall(u["text"].lower())
+            topic = next((w for w in words if len(w) > 4), "general")
+            rules.append(
+                {"atomic_id": u["atomic_id"], "rule_name": " ".join(words[:6]) or "rule",
+                 "condition": f"the input involves {topic}", "action": u["text"],
+                 "source_text": u["original_text"], "category_tags": [topic]}
+            )
+        return json.dumps({"rules": rules})
+    if 'Return {"pairs"' in text:
+        pairs = []
+        for i, a in enumerate(items):
+            for b in items[i + 1 :]:
+                if a["condition"] == b["condition"] and a["action"] == b["action"]:
+                    pairs.append({"rule_a": a["rule_id"], "rule_b": b["rule_id"], "relation": "duplicate",
+                                  "preferred_action": "merge", "explanation": "same rule"})
+        return json.dumps({"pairs": pairs})
+    return "I do not understand the request."
+
+
+def fake_extractor(**kwargs: Any) -> FakeChatModel:
+    """A fake extraction model: sentences with modal words become rules.
+
+    Phase 1 marks each sentence containing "must", "should", "never", "avoid",
+    "prefer", "do not", "always" or "use"; phase 2 keeps each span whole;
+    phase 3 writes a rule whose action is the sentence; phase 4 merges exact
+    duplicates. Replies are a function of the prompt alone.
+    """
+    return FakeChatModel(respond=_fake_extraction_reply, **kwargs)

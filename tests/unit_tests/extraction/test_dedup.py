@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from langchain_tag.extraction.dedup import Relation, apply_relations, collect_relations, tag_groups
+from langchain_tag.rules import Rule
+
+
+def _rule(i: int, tags: list[str]) -> Rule:
+    return Rule(rule_id=f"R-{i:03d}", rule_name=f"n{i}", condition=f"c{i}", action=f"a{i}", category_tags=tags)
+
+
+def test_only_tag_sharing_rules_are_compared() -> None:
+    rules = [_rule(1, ["imports"]), _rule(2, ["imports", "style"]), _rule(3, ["naming"]), _rule(4, ["style"])]
+    groups = [{r.rule_id for r in g} for g in tag_groups(rules)]
+    assert {"R-001", "R-002"} in groups and {"R-002", "R-004"} in groups
+    assert all("R-003" not in g for g in groups)
+
+
+def test_big_groups_are_blocked_and_every_pair_is_covered() -> None:
+    rules = [_rule(i, ["x"]) for i in range(1, 26)]
+    groups = tag_groups(rules, block=10)
+    assert all(len(g) <= 20 for g in groups)
+    pairs = {frozenset((a.rule_id, b.rule_id)) for g in groups for a in g for b in g if a.rule_id != b.rule_id}
+    assert len(pairs) == 25 * 24 // 2
+
+
+def test_collect_relations_rejects_bad_pairs() -> None:
+    group = [_rule(1, ["x"]), _rule(2, ["x"])]
+    raw = [
+        {"rule_a": "R-001", "rule_b": "R-002", "relation": "Duplicate", "preferred_action": "merge"},
+        {"rule_a": "R-001", "rule_b": "R-999", "relation": "overlap"},
+        {"rule_a": "R-001", "rule_b": "R-001", "relation": "conflict"},
+        {"rule_a": "R-001", "rule_b": "R-002", "relation": "friends"},
+        {"rule_a": "R-001", "rule_b": "R-002", "relation": "independent"},
+    ]
+    notes: list[str] = []
+    rels = collect_relations(group, raw, notes=notes)
+    assert rels == [Relation("R-001", "R-002", "duplicate", "merge", "")]
+    assert len(notes) == 3
+
+
+def test_apply_relations_merges_links_and_flags() -> None:
+    rules = [_rule(1, ["x"]), _rule(2, ["x", "y"]), _rule(3, ["x"]), _rule(4, ["x"]), _rule(5, ["x"])]
+    rels = [
+        Relation("R-002", "R-001", "duplicate", "merge"),
+        Relation("R-003", "R-004", "conflict", "manual_review"),
+        Relation("R-004", "R-005", "overlap", "keep_both"),
+        Relation("R-001", "R-005", "subsumption", "keep_both"),
+    ]
+    out = apply_relations(rules, rels)
+    ids = [r.rule_id for r in out.rules]
+    assert ids == ["R-001", "R-003", "R-004", "R-005"]
+    kept = out.rules[0]
+    assert kept.merged_from == ["R-002"] and kept.category_tags == ["x", "y"]
+    assert out.merged == {"R-002": "R-001"}
+    assert out.rules[1].conflicts_with == ["R-004"] and out.rules[2].conflicts_with == ["R-003"]
+    assert "R-005" in out.rules[2].related_rules and "R-001" in out.rules[3].related_rules
+    assert [(c.rule_a, c.rule_b) for c in out.conflicts] == [("R-003", "R-004")]
+    assert rules[0].merged_from == []  # inputs untouched
+
+
+def test_chained_duplicates_collapse_into_the_first() -> None:
+    rules = [_rule(1, ["x"]), _rule(2, ["x"]), _rule(3, ["x"])]
+    rels = [Relation("R-002", "R-003", "duplicate", "merge"), Relation("R-001", "R-002", "duplicate", "merge")]
+    out = apply_relations(rules, rels)
+    assert [r.rule_id for r in out.rules] == ["R-001"]
+    assert out.merged == {"R-002": "R-001", "R-003": "R-001"}

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from langchain_tag.extraction.decomposition import AtomicUnit
+from langchain_tag.extraction.operationalisation import collect_rules, unoperationalised_draft
+
+UNITS = [
+    AtomicUnit("A-001", "S-001", "Avoid wildcard imports.", "Wildcard imports should be avoided."),
+    AtomicUnit("A-002", "S-002", "Use 4 spaces.", "Use 4 spaces per indentation level."),
+]
+
+
+def test_rules_are_matched_to_units_and_fields_checked() -> None:
+    raw = [
+        {"atomic_id": "A-002", "rule_name": "four space indent", "condition": "a line is indented with tabs",
+         "action": "indent with four spaces", "category_tags": "Indentation, whitespace, layout, extra"},
+        {"atomic_id": "A-001", "rule_name": "no wildcard", "condition": "", "action": "x"},
+    ]
+    notes: list[str] = []
+    found, missing = collect_rules(UNITS, raw, notes=notes)
+    assert [u.atomic_id for u, _ in found] == ["A-002"]
+    assert found[0][1]["category_tags"] == ["indentation", "whitespace", "layout"]
+    assert found[0][1]["source_text"] == UNITS[1].original_text  # filled when the model leaves it out
+    assert [u.atomic_id for u in missing] == ["A-001"] and "lacks" in notes[0]
+
+
+def test_ids_dropped_but_order_kept_are_recovered() -> None:
+    raw = [
+        {"rule_name": "a", "condition": "c1", "action": "x1"},
+        {"rule_name": "b", "condition": "c2", "action": "x2", "does_not_apply_to": ["rookies"], "primary_tag": "trade"},
+    ]
+    found, missing = collect_rules(UNITS, raw, notes=[])
+    assert [u.atomic_id for u, _ in found] == ["A-001", "A-002"] and not missing
+    assert found[1][1]["does_not_apply_to"] == ["rookies"] and found[1][1]["primary_tag"] == "trade"
+
+
+def test_unoperationalised_draft_uses_unit_text() -> None:
+    draft = unoperationalised_draft(UNITS[0], "prohibition")
+    assert draft["condition"] == draft["action"] == "Avoid wildcard imports."
+    assert draft["category_tags"] == ["prohibition"]

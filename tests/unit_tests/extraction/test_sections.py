@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import pytest
+
+from langchain_tag.extraction.sections import split_paragraphs, split_sections
+
+DOC = """Intro line before any heading.
+
+Imports
+=======
+
+Imports should usually be on separate lines.
+
+Wildcard imports should be avoided.
+
+## Whitespace
+
+Avoid extraneous whitespace.
+"""
+
+
+def test_splits_on_rst_and_markdown_headings_with_exact_offsets() -> None:
+    sections = split_sections(DOC, document_id="d")
+    assert [s.title for s in sections] == ["", "Imports", "Whitespace"]
+    for s in sections:
+        assert DOC[s.start : s.end] == s.text
+    assert "Wildcard imports" in sections[1].text and sections[1].document_id == "d"
+
+
+def test_long_sections_are_cut_by_size_on_paragraph_boundaries() -> None:
+    paragraph = "Every rule must be followed in all cases here. " * 6
+    text = "\n\n".join(f"{i} {paragraph}" for i in range(40))
+    sections = split_sections(text, document_id="d", max_chars=1000)
+    assert len(sections) > 5
+    assert all(len(s.text) <= 1000 for s in sections)
+    assert all(text[s.start : s.end] == s.text for s in sections)
+    assert "".join("".join(s.text for s in sections).split()) == "".join(text.split())  # nothing lost
+
+
+def test_one_huge_paragraph_is_cut_at_sentences() -> None:
+    text = "This must be done. " * 2000
+    sections = split_sections(text, document_id="d", max_chars=700)
+    assert all(len(s.text) <= 700 for s in sections)
+    assert all(s.text.endswith(".") for s in sections)
+
+
+def test_paragraphs_keep_document_offsets() -> None:
+    section = split_sections(DOC, document_id="d")[1]
+    paras = split_paragraphs(section)
+    assert [DOC[start : start + len(t)] == t for start, t in paras] == [True, True]
+
+
+def test_tiny_max_chars_is_refused() -> None:
+    with pytest.raises(ValueError):
+        split_sections(DOC, document_id="d", max_chars=10)

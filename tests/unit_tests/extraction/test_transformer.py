@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_tag.extraction import RuleDocumentTransformer
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, _fake_extraction_reply, fake_extractor
+
+POLICY = """Refund policy
+=============
+
+Refunds must be requested within 30 days of purchase. Refunds should never be promised by phone.
+
+Shipping
+--------
+
+Orders over 50 euros always ship free. Customers must never be charged twice for shipping.
+Our company was founded in 1990 and has grown since.
+"""
+
+
+ABLATION_POLICY = """Refunds
+=======
+
+Refunds must be requested within 30 days.
+
+Refunds should never be promised by phone.
+
+History
+-------
+
+Refunds were introduced in 1990, when the company was founded.
+"""
+
+
+def _doc(text: str = POLICY, doc_id: str = "policy") -> Document:
+    return Document(page_content=text, id=doc_id)
+
+
+def test_full_run_gives_rules_traceable_to_the_source() -> None:
+    transformer = RuleDocumentTransformer(fake_extractor(), domain="customer service")
+    docs = transformer.transform_documents([_doc()])
+    rules = [Rule.from_document(d) for d in docs]
+    assert len(rules) == 4
+    for rule in rules:
+        assert POLICY[rule.source_start : rule.source_end] == rule.source_text
+        assert rule.document_id == "policy" and rule.span_id and rule.atomic_id
+    assert not any("founded" in r.source_text for r in rules)
+    report = transformer.last_result.report
+    assert (report.faithfulness, report.coverage, report.independence) == (1.0, 1.0, 1.0)
+    assert report.counts["rules"] == 4 and report.usage[1].calls == 2  # one call per section
+
+
+async def test_async_gives_the_same_rules_as_sync() -> None:
+    sync = RuleDocumentTransformer(fake_extractor()).transform_documents([_doc()])
+    async_ = await RuleDocumentTransformer(fake_extractor(delay=0.005)).atransform_documents([_doc()])
+    assert [d.metadata for d in sync] == [d.metadata for d in async_]
+
+
+@pytest.mark.parametrize("skip", [{1}, {2}, {3}, {4}, {5}])
+def test_each_phase_can_be_switched_off(skip: set[int]) -> None:
+    llm = fake_extractor()
+    transformer = RuleDocumentTransformer(llm, skip_phases=skip)
+    rules = transformer.extract([_doc(ABLATION_POLICY)]).rules
+    asked = {key for key in ('{"spans"', '{"units"', '{"rules"', '{"pairs"') if any(f"Return {key}" in p for p in llm.prompts)}
+    phase_key = {1: '{"spans"', 2: '{"units"', 3: '{"rules"', 4: '{"pairs"'}
+    for phase, key in phase_key.items():
+        assert (key in asked) == (phase not in skip)
+    assert rules
+    report = transformer.last_result.report
+    assert report.skipped_phases == tuple(sorted(skip))
+    if 5 in skip:
+        assert report.faithfulness is None and all(r.source_start is None for r in rules)
+    if 3 in skip:
+        assert all(r.condition == r.action for r in rules)
+    if 1 in skip:  # paragraphs become spans: the history sentence is in one
+        assert any("founded" in r.source_text for r in rules)
+
+
+def test_phase4_merges_duplicates() -> None:
+    text = POLICY + "\nAppendix\n--------\n\nRefunds must be requested within 30 days of purchase.\n"
+    transformer = RuleDocumentTransformer(fake_extractor())
+    rules = transformer.extract([_doc(text)]).rules
+    merged = [r for r in rules if r.merged_from]
+    assert len(merged) == 1 and transformer.last_result.report.merged
+
+
+def test_empty_and_binary_documents_are_refused_before_any_call() -> None:
+    llm = fake_extractor()
+    with pytest.raises(ValueError, match="'blank' is empty"):
+        RuleDocumentTransformer(llm).transform_documents([_doc(), _doc("  \n ", "blank")])
+    with pytest.raises(ValueError, match="NUL bytes"):
+        RuleDocumentTransformer(llm).transform_documents([_doc("abc\x00def", "bin")])
+    assert llm.calls == 0
+
+
+def test_unknown_phase_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown phase"):
+        RuleDocumentTransformer(fake_extractor(), skip_phases={6})
+
+
+def test_garbage_in_every_phase_never_raises_and_is_reported() -> None:
+    llm = FakeChatModel(respond=lambda text: "Sorry, I can't help with that.")
+    transformer = RuleDocumentTransformer(llm)
+    result = transformer.extract([_doc()])
+    assert result.rules == []
+    assert {f.phase for f in result.report.failures} == {1}
+    assert all(f.attempts == 2 for f in result.report.failures)
+
+
+def test_truncated_json_is_repaired() -> None:
+    def respond(text: str) -> str:
+        reply = _fake_extraction_reply(text)
+        return reply[:-3] if 'Return {"rules"' in text else reply  # cut off mid-array
+
+    result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
+    assert len(result.rules) == 4 and not result.report.failures
+
+
+def test_paraphrased_span_is_snapped_and_invented_span_is_dropped() -> None:
+    def respond(text: str) -> str:
+        if 'Return {"spans"' in text and "Refunds must" in text:
+            return json.dumps({"spans": [
+                {"span_id": "S-001", "text": "Refunds must be requested within 30 days of the purchase.", "normative_type": "requirement"},
+                {"span_id": "S-002", "text": "Managers may approve refunds of any size at any time.", "normative_type": "permission"},
+            ]})
+        return _fake_extraction_reply(text)
+
+    result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
+    first = result.spans[0]
+    assert POLICY[first.start : first.end] == first.text and first.text.startswith("Refunds must be requested")
+    assert not any("Managers" in s.text for s in result.spans)
+    assert any("snapped" in n for n in result.report.notes) and any("dropped" in n for n in result.report.notes)
+
+
+def test_unfaithful_rule_dropped_then_span_re_extracted_once() -> None:
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def respond(text: str) -> str:
+        reply = _fake_extraction_reply(text)
+        if 'Return {"rules"' not in text:
+            return reply
+        rules = json.loads(reply)["rules"]
+        for rule in rules:
+            with lock:
+                first = rule["source_text"] not in seen
+                seen.add(rule["source_text"])
+            if first and "twice" in rule["source_text"]:
+                rule["source_text"] = "Shipping is free on the moon for every customer."
+        return json.dumps({"rules": rules})
+
+    transformer = RuleDocumentTransformer(FakeChatModel(respond=respond))
+    result = transformer.extract([_doc()])
+    report = result.report
+    assert [d.reason[:20] for d in report.dropped_rules] == ["source_text not foun"]
+    assert any("twice" in r.source_text for r in result.rules)  # recovered by the second pass
+    assert report.coverage == 1.0 and report.faithfulness == pytest.approx(4 / 5)
+    assert len({r.rule_id for r in result.rules}) == len(result.rules)
+
+
+def test_concurrency_is_bounded() -> None:
+    llm = fake_extractor(delay=0.01)
+    text = "\n\n".join(f"Section {i}\n{'=' * 10}\n\nStaff must file form {i} daily." for i in range(12))
+    RuleDocumentTransformer(llm, max_concurrency=3).extract([_doc(text)])
+    assert 1 < llm.max_in_flight <= 3
+
+
+def test_documents_keep_distinct_ids() -> None:
+    result = RuleDocumentTransformer(fake_extractor(), skip_phases={4}).extract([_doc(doc_id="same"), _doc(doc_id="same")])
+    assert {r.document_id for r in result.rules} == {"same", "same#2"}

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import pytest
+
+from langchain_tag.matcher import MatcherError, PairwiseJudge
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, fake_judge
+
+
+def test_one_call_per_pair_and_verdicts_follow_the_prompt(rules: list[Rule]) -> None:
+    llm = fake_judge({"R-002", "R-004"})
+    result = PairwiseJudge(llm).judge("import os, sys", rules)
+    assert llm.calls == len(rules)
+    assert [j.rule_id for j in result.matched] == ["R-002", "R-004"]
+    assert result.calls == 5 and not result.failed
+
+
+def test_action_never_reaches_the_judge(rules: list[Rule]) -> None:
+    llm = fake_judge({"R-001"})
+    PairwiseJudge(llm).judge("anything", rules)
+    assert llm.prompts and not any("ACTION<" in p for p in llm.prompts)
+
+
+def test_relevance_judge_does_see_the_action(rules: list[Rule]) -> None:
+    llm = fake_judge(set())
+    PairwiseJudge(llm, "relevance").judge("anything", rules)
+    assert all("ACTION<" in p for p in llm.prompts)
+
+
+def test_concurrency_is_bounded(rules: list[Rule]) -> None:
+    many = [r.model_copy(update={"rule_id": f"X{i}"}) for i in range(24) for r in rules[:1]]
+    llm = fake_judge({"X1"}, delay=0.02)
+    PairwiseJudge(llm, max_concurrency=3).judge("q", many)
+    assert llm.calls == 24
+    assert 1 < llm.max_in_flight <= 3
+
+
+async def test_async_concurrency_is_bounded(rules: list[Rule]) -> None:
+    many = [rules[0].model_copy(update={"rule_id": f"X{i}"}) for i in range(20)]
+    llm = fake_judge({"X3", "X7"}, delay=0.02)
+    result = await PairwiseJudge(llm, max_concurrency=4).ajudge("q", many)
+    assert 1 < llm.max_in_flight <= 4
+    assert {j.rule_id for j in result.matched} == {"X3", "X7"}
+
+
+def test_garbage_reply_is_retried_once_then_counted_no(rules: list[Rule]) -> None:
+    def respond(text: str) -> str:
+        if "id: R-003" in text:
+            return "Well, it is hard to say."
+        return "YES" if "id: R-001" in text else "NO"
+
+    llm = FakeChatModel(respond=respond)
+    result = PairwiseJudge(llm).judge("q", rules)
+    failed = {j.rule_id: j for j in result.failed}
+    assert set(failed) == {"R-003"}
+    assert failed["R-003"].attempts == 2 and failed["R-003"].applies is False
+    assert "no YES/NO verdict" in (failed["R-003"].error or "")
+    assert [j.rule_id for j in result.matched] == ["R-001"]
+    assert llm.calls == len(rules) + 1
+
+
+def test_flaky_reply_recovers_on_retry(rules: list[Rule]) -> None:
+    seen: set[str] = set()
+
+    def respond(text: str) -> str:
+        if "id: R-002" in text and "R-002" not in seen:
+            seen.add("R-002")
+            return "{garbage"
+        return "YES" if "id: R-002" in text else "NO"
+
+    result = PairwiseJudge(FakeChatModel(respond=respond)).judge("q", rules)
+    assert [j.rule_id for j in result.matched] == ["R-002"] and not result.failed
+
+
+def test_exception_from_provider_is_retried_then_reported(rules: list[Rule]) -> None:
+    def respond(text: str) -> object:
+        if "id: R-005" in text:
+            return TimeoutError("read timed out")
+        return "NO"
+
+    result = PairwiseJudge(FakeChatModel(respond=respond)).judge("q", rules)
+    assert [j.rule_id for j in result.failed] == ["R-005"]
+    assert "TimeoutError" in (result.failed[0].error or "")
+
+
+def test_all_calls_raising_is_a_clear_error(rules: list[Rule]) -> None:
+    llm = FakeChatModel(respond=lambda text: ConnectionError("connection refused"))
+    with pytest.raises(MatcherError, match="all 5 judgments failed.*connection refused"):
+        PairwiseJudge(llm).judge("q", rules)
+
+
+def test_logprobs_give_probabilities_and_order(rules: list[Rule]) -> None:
+    probs = {"R-001": 0.7, "R-002": 0.95, "R-003": 0.2, "R-004": 0.55, "R-005": 0.4}
+
+    def respond(text: str) -> tuple[str, float]:
+        rid = text.split("RULE:\nid: ")[1].split("\n")[0]
+        return ("YES" if probs[rid] >= 0.5 else "NO", probs[rid])
+
+    llm = FakeChatModel(respond=respond, with_logprobs=True)
+    result = PairwiseJudge(llm, threshold=0.5).judge("q", rules)
+    assert [j.rule_id for j in result.matched] == ["R-002", "R-001", "R-004"]
+    assert result.matched[0].probability == pytest.approx(0.95)
+    strict = PairwiseJudge(llm, threshold=0.8).judge("q", rules)
+    assert [j.rule_id for j in strict.matched] == ["R-002"]
+
+
+def test_token_accounting(rules: list[Rule]) -> None:
+    result = PairwiseJudge(fake_judge({"R-001"})).judge("q", rules)
+    assert result.prompt_tokens > 0 and result.completion_tokens == len(rules)
+
+
+@pytest.mark.parametrize("kwargs", [{"threshold": 1.5}, {"max_concurrency": 0}, {"max_attempts": 0}])
+def test_bad_settings_are_refused(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        PairwiseJudge(fake_judge(set()), **kwargs)
+
+
+def test_unknown_predicate_lists_known() -> None:
+    with pytest.raises(ValueError, match="applicability"):
+        PairwiseJudge(fake_judge(set()), "similarity")

@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnablePassthrough
+
+from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.similarity import in_memory_chroma
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_judge
+
+
+def test_returns_matched_rule_documents_with_verdict(rule_docs: list[Document]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-003", "R-005"}), rules=rule_docs)
+    docs = retriever.invoke("def f():\n\ttry: pass\n\texcept: pass")
+    assert [d.metadata["rule_id"] for d in docs] == ["R-003", "R-005"]
+    assert all(d.metadata["tag_verdict"] == "YES" for d in docs)
+    assert all("tag_score" not in d.metadata for d in docs)  # no logprobs, no probability
+    assert Rule.from_document(docs[0]).action == "ACTION<indent with four spaces>"
+
+
+def test_accepts_rule_objects(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001"}), rules=rules)
+    assert [d.id for d in retriever.invoke("q")] == ["R-001"]
+
+
+def test_k_caps_by_probability(rules: list[Rule]) -> None:
+    probs = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.7}
+
+    def respond(text: str) -> tuple[str, float]:
+        rid = text.split("RULE:\nid: ")[1].split("\n")[0]
+        return ("YES" if probs[rid] > 0.5 else "NO", probs[rid])
+
+    llm = FakeChatModel(respond=respond, with_logprobs=True)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, k=2)
+    docs = retriever.invoke("q")
+    assert [d.id for d in docs] == ["R-002", "R-003"]
+    assert docs[0].metadata["tag_score"] == pytest.approx(0.9)
+    assert [d.id for d in retriever.invoke("q", k=3)] == ["R-002", "R-003", "R-005"]
+
+
+def test_failures_are_reported_in_metadata(rules: list[Rule]) -> None:
+    def respond(text: str) -> str:
+        if "id: R-004" in text:
+            return "¯\\_(ツ)_/¯"
+        return "YES" if "id: R-001" in text else "NO"
+
+    docs = ApplicabilityRetriever(llm=FakeChatModel(respond=respond), rules=rules).invoke("q")
+    assert [d.id for d in docs] == ["R-001"]
+    assert docs[0].metadata["tag_failed_rule_ids"] == "R-004"
+
+
+def test_match_gives_full_result(rules: list[Rule]) -> None:
+    result = ApplicabilityRetriever(llm=fake_judge({"R-002"}), rules=rules).match("q")
+    assert len(result.judgments) == 5 and [j.rule_id for j in result.matched] == ["R-002"]
+
+
+async def test_async_matches_sync(rule_docs: list[Document]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001", "R-004"}, delay=0.01), rules=rule_docs, max_concurrency=2)
+    sync_ids = [d.id for d in retriever.invoke("q")]
+    async_ids = [d.id for d in await retriever.ainvoke("q")]
+    assert sync_ids == async_ids == ["R-001", "R-004"]
+
+
+def test_max_concurrency_reaches_the_model(rule_docs: list[Document]) -> None:
+    llm = fake_judge(set(), delay=0.03)
+    ApplicabilityRetriever(llm=llm, rules=rule_docs, max_concurrency=2).invoke("q")
+    assert llm.max_in_flight == 2
+
+
+class _Recorder(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.retriever_runs: list[UUID] = []
+        self.llm_parents: list[UUID | None] = []
+
+    def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, **kwargs: Any) -> None:
+        self.retriever_runs.append(run_id)
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        self.llm_parents.append(parent_run_id)
+
+
+def test_callbacks_are_passed_down_to_each_judgment(rule_docs: list[Document]) -> None:
+    recorder = _Recorder()
+    ApplicabilityRetriever(llm=fake_judge({"R-001"}), rules=rule_docs).invoke("q", config={"callbacks": [recorder]})
+    assert len(recorder.retriever_runs) == 1
+    assert len(recorder.llm_parents) == 5
+    # Every judgment is a child run of the retriever run.
+    assert set(recorder.llm_parents) == {recorder.retriever_runs[0]}
+
+
+def test_relevance_retriever_sees_actions(rule_docs: list[Document]) -> None:
+    llm = FakeChatModel(respond=lambda t: "YES" if "four spaces" in t else "NO")
+    assert [d.id for d in RelevanceRetriever(llm=llm, rules=rule_docs).invoke("q")] == ["R-003"]
+    assert [d.id for d in ApplicabilityRetriever(llm=llm, rules=rule_docs).invoke("q")] == []
+
+
+def test_all_rules_retriever(rule_docs: list[Document]) -> None:
+    assert len(AllRulesRetriever(rules=rule_docs).invoke("q")) == 5
+    assert [d.id for d in AllRulesRetriever(rules=rule_docs, k=2).invoke("q")] == ["R-001", "R-002"]
+
+
+def test_from_chroma_judges_every_stored_rule(rule_docs: list[Document]) -> None:
+    store = in_memory_chroma(rule_docs, HashingEmbeddings())
+    llm = fake_judge({"R-005"})
+    retriever = ApplicabilityRetriever.from_vectorstore(llm, store)
+    assert [d.metadata["rule_id"] for d in retriever.invoke("try: x\nexcept: pass")] == ["R-005"]
+    assert llm.calls == 5
+
+
+def test_from_chroma_with_candidates_judges_only_top_n(rule_docs: list[Document]) -> None:
+    store = in_memory_chroma(rule_docs, HashingEmbeddings())
+    llm = fake_judge({"R-003", "R-001"})
+    retriever = ApplicabilityRetriever.from_vectorstore(llm, store, candidates=2)
+    docs = retriever.invoke("a line is indented with tab characters")
+    assert llm.calls == 2
+    assert [d.metadata["rule_id"] for d in docs] == ["R-003"]  # R-001 not among the 2 candidates
+
+
+def test_constructor_errors(rule_docs: list[Document]) -> None:
+    with pytest.raises(ValueError, match="needs rules="):
+        ApplicabilityRetriever(llm=fake_judge(set()))
+    with pytest.raises(ValueError, match="candidates= needs a vectorstore"):
+        ApplicabilityRetriever(llm=fake_judge(set()), rules=rule_docs, candidates=3)
+    with pytest.raises(ValueError, match="not a rule document"):
+        ApplicabilityRetriever(llm=fake_judge(set()), rules=[Document(page_content="plain chunk")])
+
+
+def test_drop_in_replacement_in_an_lcel_chain(rule_docs: list[Document]) -> None:
+    """The retriever slots into the usual {"context": retriever, ...} | prompt | llm chain."""
+    answer_llm = FakeChatModel(respond=lambda text: "ANSWER using " + ("tabs rule" if "four spaces" in text else "nothing"))
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-003"}), rules=rule_docs)
+    prompt = ChatPromptTemplate.from_template("Rules:\n{context}\n\nCode:\n{question}")
+
+    def fmt(docs: list[Document]) -> str:
+        return "\n".join(d.metadata["action"] for d in docs)
+
+    chain = {"context": retriever | fmt, "question": RunnablePassthrough()} | prompt | answer_llm | StrOutputParser()
+    assert chain.invoke("def f():\n\treturn 1") == "ANSWER using tabs rule"

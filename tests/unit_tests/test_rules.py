@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_tag.rules import Rule, RuleFileError, load_rules, rules_from_documents, save_rules
+from langchain_tag.testing import HashingEmbeddings
+from langchain_tag.similarity import in_memory_chroma
+
+
+def _full_rule() -> Rule:
+    return Rule(
+        rule_id="R-009",
+        rule_name="sign and trade limits",
+        condition="the scenario includes a sign-and-trade",
+        action="check the contract is 3 to 4 seasons",
+        source_text="A sign-and-trade contract must be ...",
+        category_tags=["Trade", "length, seasons"],
+        primary_tag="trade",
+        applies_when="sign-and-trade",
+        constraint="3 to 4 seasons",
+        violation_check="length outside 3-4",
+        does_not_apply_to=["rookie scale, first round", "two-way contracts"],
+        document_id="cba",
+        span_id="S-004",
+        atomic_id="A-007",
+        source_start=10,
+        source_end=46,
+        faithfulness=0.97,
+        conflicts_with=["R-010"],
+        related_rules=["R-011"],
+        merged_from=["R-012"],
+    )
+
+
+def test_document_round_trip_is_lossless() -> None:
+    rule = _full_rule()
+    doc = rule.to_document()
+    assert Rule.from_document(doc) == rule
+    assert doc.id == "R-009"
+    assert doc.metadata["category_tags"] == "trade, length seasons"
+    assert all(isinstance(v, (str, int, float, bool)) for v in doc.metadata.values())
+
+
+def test_tags_are_normalised_and_commas_cannot_break_round_trip() -> None:
+    rule = Rule(rule_id="a", rule_name="n", condition="c", action="x", category_tags="A,  b , a")
+    assert rule.category_tags == ["a", "b"]
+    assert Rule.from_document(rule.to_document()).category_tags == ["a", "b"]
+
+
+def test_any_document_with_the_keys_is_a_rule() -> None:
+    doc = Document(
+        page_content="whatever",
+        metadata={"rule_id": "X1", "rule_name": "n", "condition": "c", "action": "a", "category_tags": "t1,t2",
+                  "tag_verdict": "YES", "source": "chroma"},
+    )
+    rule = Rule.from_document(doc)
+    assert rule.rule_id == "X1" and rule.category_tags == ["t1", "t2"]
+
+
+def test_document_without_rule_keys_is_refused() -> None:
+    with pytest.raises(RuleFileError, match="lacks condition, action"):
+        Rule.from_document(Document(page_content="x", metadata={"rule_id": "1", "rule_name": "n"}))
+
+
+def test_duplicate_ids_are_refused(rules: list[Rule]) -> None:
+    docs = [rules[0].to_document(), rules[0].to_document()]
+    with pytest.raises(RuleFileError, match="duplicate rule_id 'R-001'"):
+        rules_from_documents(docs)
+
+
+def test_jsonl_round_trip(tmp_path: Path, rules: list[Rule]) -> None:
+    path = save_rules(rules + [_full_rule()], tmp_path / "rules.jsonl")
+    assert load_rules(path) == rules + [_full_rule()]
+
+
+def test_jsonl_bad_json_names_line(tmp_path: Path, rules: list[Rule]) -> None:
+    path = save_rules(rules, tmp_path / "r.jsonl")
+    lines = path.read_text().splitlines()
+    lines.insert(2, "{not json")
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RuleFileError, match=r"r\.jsonl:3: not valid JSON"):
+        load_rules(path)
+
+
+def test_jsonl_missing_field_names_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    good = {"rule_id": "a", "rule_name": "n", "condition": "c", "action": "x"}
+    bad = {"rule_id": "b", "rule_name": "n", "condition": "c"}
+    path.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
+    with pytest.raises(RuleFileError, match=r"r\.jsonl:3: field 'action'"):
+        load_rules(path)
+
+
+def test_jsonl_duplicate_ids(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    line = json.dumps({"rule_id": "a", "rule_name": "n", "condition": "c", "action": "x"})
+    path.write_text(line + "\n" + line + "\n")
+    with pytest.raises(RuleFileError, match="duplicate rule_id 'a'"):
+        load_rules(path)
+
+
+def test_rule_documents_store_in_chroma_and_come_back(rules: list[Rule]) -> None:
+    full = _full_rule()
+    store = in_memory_chroma([r.to_document() for r in rules + [full]], HashingEmbeddings())
+    got = store.get(include=["documents", "metadatas"])
+    back = {Rule.from_document(Document(page_content=d, metadata=m)).rule_id: Rule.from_document(Document(page_content=d, metadata=m)) for d, m in zip(got["documents"], got["metadatas"])}
+    assert back["R-009"] == full
+    assert back["R-003"] == rules[2]
+
+
+def test_judge_view_never_contains_action(rules: list[Rule]) -> None:
+    assert "action" not in rules[0].judge_view()
