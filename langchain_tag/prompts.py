@@ -314,6 +314,18 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
         chunks_intro="Reference passages:",
         none_text="No reference guidance is given.",
     ),
+    "code_review": ExecutorPrompt(
+        name="code_review",
+        version="exec-code-review-v1",
+        system=(
+            "You revise Python code so that it follows a team's review rules. Apply each given rule that the code "
+            "breaks and change nothing else; keep the code's behaviour. Output only the revised code, with no "
+            "Markdown fences and no explanation."
+        ),
+        rules_intro="Review rules that apply to this code (id and what to do):",
+        chunks_intro="Review policy passages:",
+        none_text="No review rules are given; follow common Python practice.",
+    ),
     "npov": ExecutorPrompt(
         name="npov",
         version="exec-npov-v1",

@@ -203,7 +203,7 @@ class HashingEmbeddings(Embeddings):
 _SECTION = re.compile(r"<<<\n(.*)\n>>>", re.DOTALL)
 _LISTING = re.compile(r"^(?:Spans|Atomic units|Rules):\n(\[.*\])\n\nReturn", re.DOTALL | re.MULTILINE)
 _NORMATIVE = re.compile(r"\b(must|should|never|avoid|prefer|do not|don't|always|use)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
+_SENTENCE = re.compile(r"[^.!?]+[.!?]")
 
 
 def _fake_extraction_reply(text: str) -> str:
@@ -215,7 +215,10 @@ def _fake_extraction_reply(text: str) -> str:
         body = section.group(1) if section else ""
         spans = [
             {"span_id": f"S-{i:03d}", "text": s.strip(), "normative_type": "requirement", "context_summary": ""}
-            for i, s in enumerate((m.group(0) for m in _SENTENCE.finditer(body) if _NORMATIVE.search(m.group(0))), 1)
+            for i, s in enumerate(
+                (m.group(0) for para in re.split(r"\n\s*\n", body) for m in _SENTENCE.finditer(para) if _NORMATIVE.search(m.group(0))),
+                1,
+            )
         ]
         return json.dumps({"spans": spans})
     listing = _LISTING.search(text)

@@ -1,0 +1,207 @@
+"""The ``langchain-tag`` command line: extract, match, run, demo.
+
+Models come from :mod:`langchain_tag.models`, configured by environment
+variables (``LANGCHAIN_TAG_PROVIDER``, ``LANGCHAIN_TAG_BASE_URL``, ...): the
+embedded local model by default, or any OpenAI-compatible endpoint.
+
+Errors print one line and exit non-zero; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+_MODES = ("tag", "relevance", "all_rules", "similarity", "none")
+
+
+def _read_input(value: str) -> str:
+    text = sys.stdin.read() if value == "-" else value
+    if not text.strip():
+        raise ValueError("the input is empty")
+    return text
+
+
+def _parse_phases(value: str) -> set[int]:
+    try:
+        phases = {int(p) for p in value.split(",") if p.strip()}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected phase numbers like 3 or 4,5, got {value!r}") from None
+    if not phases <= {1, 2, 3, 4, 5}:
+        raise argparse.ArgumentTypeError(f"phases are 1-5, got {value!r}")
+    return phases
+
+
+def _cmd_extract(args: argparse.Namespace) -> int:
+    from langchain_tag.extraction import RuleDocumentTransformer
+    from langchain_tag.loaders import load_document
+    from langchain_tag.models import get_chat_model
+    from langchain_tag.rules import save_rules
+
+    documents = [load_document(p) for p in args.documents]
+    transformer = RuleDocumentTransformer(
+        get_chat_model(role="extractor"),
+        domain=args.domain,
+        max_concurrency=args.max_concurrency,
+        skip_phases=args.skip_phases or (),
+        rich_schema=args.rich_schema,
+        show_progress=True if sys.stderr.isatty() else None,
+    )
+    result = transformer.extract(documents)
+    save_rules(result.rules, args.output)
+    print(result.report.summary(), file=sys.stderr)
+    if args.report:
+        Path(args.report).write_text(json.dumps(result.report.to_dict(), indent=1, default=str), encoding="utf-8")
+    print(f"wrote {len(result.rules)} rules to {args.output}")
+    return 0 if result.rules else 1
+
+
+def _cmd_match(args: argparse.Namespace) -> int:
+    from langchain_tag.models import get_chat_model
+    from langchain_tag.retrievers import ApplicabilityRetriever
+    from langchain_tag.rules import load_rules
+
+    rules = load_rules(args.rules)
+    retriever = ApplicabilityRetriever(
+        llm=get_chat_model(role="judge"),
+        rules=rules,
+        predicate=args.predicate,
+        threshold=args.threshold,
+        max_concurrency=args.max_concurrency,
+    )
+    result = retriever.match(_read_input(args.input))
+    by_id = {r.rule_id: r for r in rules}
+    matched = result.matched if args.k is None else result.matched[: args.k]
+    if args.json:
+        print(json.dumps([{"rule_id": j.rule_id, "p_yes": j.probability} for j in matched]))
+    else:
+        for j in matched:
+            score = "" if j.probability is None else f"  P(YES)={j.probability:.2f}"
+            print(f"{j.rule_id}  {by_id[j.rule_id].rule_name}{score}")
+        print(
+            f"{len(matched)} of {len(rules)} rules apply ({result.calls} calls, "
+            f"{result.prompt_tokens} prompt + {result.completion_tokens} completion tokens"
+            f"{', ' + str(len(result.failed)) + ' unreadable replies counted NO' if result.failed else ''})",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from langchain_tag.graph import build_tag_graph
+    from langchain_tag.loaders import load_document
+    from langchain_tag.models import get_chat_model, get_embeddings
+    from langchain_tag.rules import load_rules
+
+    rules = [r.to_document() for r in load_rules(args.rules)]
+    sources = [load_document(p) for p in args.source or []]
+    graph = build_tag_graph(
+        get_chat_model(role="executor"),
+        judge_llm=get_chat_model(role="judge"),
+        rules=rules,
+        documents=sources,
+        mode=args.mode,
+        domain=args.domain,
+        embeddings=get_embeddings() if args.mode == "similarity" else None,
+        k=args.k,
+        max_concurrency=args.max_concurrency,
+    )
+    state = graph.invoke({"input": _read_input(args.input)})
+    units = [d.metadata.get("rule_id") or d.metadata.get("chunk_id") for d in state["retrieved"]]
+    print(f"mode {args.mode}: {len(units)} {state['unit_kind']} given to the executor: {', '.join(units) or '-'}", file=sys.stderr)
+    print(state["output"])
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from langchain_tag.demo import run_demo
+    from langchain_tag.models import get_chat_model, get_embeddings
+    from langchain_tag.weights import default_cache_dir
+
+    run_demo(
+        judge=get_chat_model(role="judge"),
+        extractor=get_chat_model(role="extractor"),
+        executor=get_chat_model(role="executor"),
+        embeddings=get_embeddings(),
+        k=args.k,
+        cache_dir=None if args.no_cache else default_cache_dir(),
+        refresh=args.refresh,
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    parser = argparse.ArgumentParser(
+        prog="langchain-tag",
+        description="Task-Aligned Retrieval: extract rules, match them to inputs, run the executor.",
+        epilog="Models: set LANGCHAIN_TAG_PROVIDER=openai with LANGCHAIN_TAG_BASE_URL / LANGCHAIN_TAG_API_KEY / "
+        "LANGCHAIN_TAG_MODEL for any OpenAI-compatible endpoint; the default is the embedded local model.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("extract", help="extract rules from documents into a JSONL file")
+    p.add_argument("documents", nargs="+", help="text, Markdown, reStructuredText, HTML or PDF files")
+    p.add_argument("-o", "--output", required=True, help="rule file to write (JSONL)")
+    p.add_argument("--domain", default="general policy", help='domain name given to the prompts, e.g. "PEP 8"')
+    p.add_argument("--skip-phases", type=_parse_phases, help="phases to switch off, e.g. 4,5")
+    p.add_argument("--rich-schema", action="store_true", help="ask for the richer (NBA-style) rule schema")
+    p.add_argument("--max-concurrency", type=int, default=2)
+    p.add_argument("--report", help="also write the extraction report as JSON here")
+    p.set_defaults(func=_cmd_extract)
+
+    p = sub.add_parser("match", help="list the rules whose condition the input satisfies")
+    p.add_argument("input", help='the input text, or "-" to read it from stdin')
+    p.add_argument("--rules", required=True, help="rule file (JSONL)")
+    p.add_argument("--predicate", choices=("applicability", "relevance", "nba"), default="applicability")
+    p.add_argument("--threshold", type=float, default=0.5, help="P(YES) needed when the model gives logprobs")
+    p.add_argument("--k", type=int, help="return at most k rules, highest P(YES) first")
+    p.add_argument("--max-concurrency", type=int, default=4)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_match)
+
+    p = sub.add_parser("run", help="retrieve with a mode and run the executor")
+    p.add_argument("input", help='the input text, or "-" to read it from stdin')
+    p.add_argument("--rules", required=True, help="rule file (JSONL)")
+    p.add_argument("--mode", choices=_MODES, default="tag")
+    p.add_argument("--source", nargs="*", help="source documents for the similarity mode's chunks")
+    p.add_argument("--domain", choices=("generic", "code_review", "npov", "code", "nba"), default="generic")
+    p.add_argument("--k", type=int, default=10, help="top-k of the similarity mode")
+    p.add_argument("--max-concurrency", type=int, default=4)
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("demo", help="TAG next to Chroma similarity on a short example policy, offline")
+    p.add_argument("--k", type=int, default=3, help="top-k of the similarity column")
+    p.add_argument("--refresh", action="store_true", help="re-extract the rules even if cached")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the rule cache")
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``langchain-tag`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        code: Any = args.func(args)
+    except KeyboardInterrupt:
+        print("langchain-tag: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one clear line unless --debug
+        if args.debug:
+            raise
+        print(f"langchain-tag: error: {exc}", file=sys.stderr)
+        return 1
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

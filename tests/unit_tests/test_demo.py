@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from langchain_tag.demo import DEMO_INPUTS, demo_policy, run_demo
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, _fake_extraction_reply
+
+
+def _judge_reply(text: str) -> tuple[str, float] | str:
+    code = text.split("INPUT:\n<<<\n")[1].split("\n>>>")[0]
+    rule = text.split("RULE:\n")[1].lower()
+    hit = ("a function must not" in rule and "=[]" in code) or ("bare except" in rule and "except:" in code)
+    return ("YES", 0.93) if hit else ("NO", 0.04)
+
+
+def _models() -> dict:
+    return {
+        "judge": FakeChatModel(respond=_judge_reply, with_logprobs=True),
+        "extractor": FakeChatModel(respond=_fake_extraction_reply),
+        "executor": FakeChatModel(respond=lambda text: "REVISED CODE"),
+        "embeddings": HashingEmbeddings(),
+    }
+
+
+def test_policy_ships_with_the_package() -> None:
+    assert "mutable object" in demo_policy().page_content
+
+
+def test_demo_prints_tag_next_to_similarity(tmp_path: Path) -> None:
+    out, log = io.StringIO(), io.StringIO()
+    rows = run_demo(**_models(), cache_dir=tmp_path, out=out, log=log)
+    assert len(rows) == len(DEMO_INPUTS)
+    first = rows[0]
+    assert [name for _, name, _ in first.matched] and all(p == 0.93 for _, _, p in first.matched)
+    assert len(first.similar) == 3 and first.output == "REVISED CODE"
+    text = out.getvalue()
+    assert "TAG matched" in text and "Chroma similarity top-3" in text and "P(YES)=0.93" in text
+    assert "extracting rules" in log.getvalue()
+    assert list(tmp_path.glob("demo-rules-*.jsonl"))
+
+
+def test_second_run_reuses_cached_rules(tmp_path: Path) -> None:
+    run_demo(**_models(), cache_dir=tmp_path, out=io.StringIO(), log=io.StringIO())
+    models = _models()
+    log = io.StringIO()
+    run_demo(**models, cache_dir=tmp_path, out=io.StringIO(), log=log)
+    assert models["extractor"].calls == 0 and "loaded" in log.getvalue()

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_tag.executors import executor_chain, format_units
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel
+
+
+def test_rule_units_are_id_and_action_only(rules: list[Rule]) -> None:
+    units = format_units([r.to_document() for r in rules[:2]], "rules")
+    assert units == [("R-001", "ACTION<replace it with explicit imports>"), ("R-002", "ACTION<put each import on its own line>")]
+
+
+def test_chunk_units_use_chunk_ids() -> None:
+    docs = [Document(page_content="alpha", metadata={"chunk_id": "C7"}), Document(page_content="beta")]
+    assert format_units(docs, "chunks") == [("C7", "alpha"), ("C2", "beta")]
+
+
+def test_plain_chunk_in_rule_mode_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="not a rule document"):
+        format_units([Document(page_content="x")], "rules")
+
+
+@pytest.mark.parametrize("domain", ["generic", "npov", "code", "nba"])
+def test_executor_chain_runs_for_each_domain(rules: list[Rule], domain: str) -> None:
+    llm = FakeChatModel(respond=lambda text: "OK" if "ACTION<indent with four spaces>" in text else "MISSING")
+    chain = executor_chain(llm, domain=domain)
+    assert chain.invoke({"input": "x", "documents": [rules[2].to_document()], "unit_kind": "rules"}) == "OK"
+
+
+def test_unknown_domain() -> None:
+    with pytest.raises(ValueError, match="generic"):
+        executor_chain(FakeChatModel(respond=lambda t: ""), domain="legal")

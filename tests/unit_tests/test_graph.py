@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_tag.graph import build_tag_graph
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, _fake_extraction_reply, fake_judge
+
+SOURCE = Document(
+    page_content=(
+        "Indentation\n===========\n\nUse four spaces per indentation level. Never mix tabs and spaces.\n\n"
+        "Imports\n=======\n\nImports should be on separate lines. Wildcard imports should be avoided."
+    ),
+    id="style",
+)
+
+
+def _executor() -> FakeChatModel:
+    return FakeChatModel(respond=lambda text: "DONE")
+
+
+def _executor_prompt(llm: FakeChatModel) -> str:
+    prompts = [p for p in llm.prompts if "INPUT:\n" in p and "RULE:" not in p]
+    assert len(prompts) == 1
+    return prompts[0]
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind", "expected_ids"),
+    [
+        ("tag", "rules", ["R-003"]),
+        ("all_rules", "rules", ["R-001", "R-002", "R-003", "R-004", "R-005"]),
+        ("none", "none", []),
+    ],
+)
+def test_modes_give_the_executor_what_they_should(rules: list[Rule], mode: str, kind: str, expected_ids: list[str]) -> None:
+    executor = _executor()
+    graph = build_tag_graph(executor, judge_llm=fake_judge({"R-003"}), rules=[r.to_document() for r in rules], mode=mode)
+    out = graph.invoke({"input": "def f():\n\treturn 1"})
+    assert out["output"] == "DONE" and out["unit_kind"] == kind
+    assert [d.metadata["rule_id"] for d in out["retrieved"]] == expected_ids
+    prompt = _executor_prompt(executor)
+    for rule in rules:
+        assert (rule.action in prompt) == (rule.rule_id in expected_ids)
+        assert rule.condition not in prompt  # the executor never sees conditions
+        assert rule.source_text not in prompt
+
+
+def test_relevance_mode_uses_the_relevance_judge(rules: list[Rule]) -> None:
+    judge = FakeChatModel(respond=lambda t: "YES" if "relevant" in t and "id: R-001" in t else "NO")
+    graph = build_tag_graph(_executor(), judge_llm=judge, rules=[r.to_document() for r in rules], mode="relevance")
+    assert [d.id for d in graph.invoke({"input": "q"})["retrieved"]] == ["R-001"]
+
+
+def test_similarity_mode_gives_chunks_of_the_source(rules: list[Rule]) -> None:
+    executor = _executor()
+    graph = build_tag_graph(
+        executor, rules=[r.to_document() for r in rules], documents=[SOURCE], mode="similarity", embeddings=HashingEmbeddings(), k=1
+    )
+    out = graph.invoke({"input": "wildcard imports"})
+    assert out["unit_kind"] == "chunks" and len(out["retrieved"]) == 1
+    chunk = out["retrieved"][0]
+    assert len(chunk.page_content) <= 500 and chunk.page_content in SOURCE.page_content
+    assert chunk.page_content in _executor_prompt(executor)
+
+
+def test_similarity_over_rules_when_no_source(rules: list[Rule]) -> None:
+    graph = build_tag_graph(_executor(), rules=[r.to_document() for r in rules], mode="similarity", embeddings=HashingEmbeddings(), k=2)
+    out = graph.invoke({"input": "a function has a list as a default argument value"})
+    assert out["unit_kind"] == "rules" and out["retrieved"][0].metadata["rule_id"] == "R-004"
+
+
+def test_mode_can_be_overridden_per_call(rules: list[Rule]) -> None:
+    graph = build_tag_graph(_executor(), judge_llm=fake_judge({"R-002"}), rules=[r.to_document() for r in rules])
+    assert len(graph.invoke({"input": "q", "mode": "all_rules"})["retrieved"]) == 5
+    assert [d.id for d in graph.invoke({"input": "q"})["retrieved"]] == ["R-002"]
+    with pytest.raises(ValueError, match="unknown mode 'bm25'"):
+        graph.invoke({"input": "q", "mode": "bm25"})
+
+
+def test_extract_node_runs_once_when_no_rules_are_given() -> None:
+    def respond(text: str) -> str:
+        if "RULE:\nid:" in text:
+            return "YES" if "wildcard" in text.split("RULE:")[1].lower() else "NO"
+        if 'Return {"' in text:
+            return _fake_extraction_reply(text)
+        return "DONE"
+
+    llm = FakeChatModel(respond=respond)
+    graph = build_tag_graph(llm, documents=[SOURCE])
+    out = graph.invoke({"input": "from os import *"})
+    assert len(out["rules"]) == 4
+    assert [d.metadata["rule_name"] for d in out["retrieved"]] == ["wildcard imports should be avoided"]
+    calls = llm.calls
+    graph.invoke({"input": "from os import *"})
+    assert not any('Return {"spans"' in p for p in llm.prompts[calls:])  # rules are reused
+
+
+async def test_async_graph_matches_sync(rules: list[Rule]) -> None:
+    graph = build_tag_graph(_executor(), judge_llm=fake_judge({"R-001", "R-005"}, delay=0.01), rules=[r.to_document() for r in rules])
+    sync = graph.invoke({"input": "q"})
+    async_ = await graph.ainvoke({"input": "q"})
+    assert [d.id for d in sync["retrieved"]] == [d.id for d in async_["retrieved"]] == ["R-001", "R-005"]
+
+
+def test_builder_errors() -> None:
+    with pytest.raises(ValueError, match="needs rules= or documents="):
+        build_tag_graph(_executor())
+    with pytest.raises(ValueError, match="unknown mode"):
+        build_tag_graph(_executor(), rules=[], mode="bm25")  # type: ignore[arg-type]

@@ -1,0 +1,28 @@
+"""The README's chain example runs as printed and prints what it says."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_readme_chain_example_runs_as_printed() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Replace a vector store retriever", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    assert code.count("\n") <= 22
+    expected = re.search(r"# -> (.*)", code).group(1).strip()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})  # noqa: S102
+    assert out.getvalue().strip() == expected
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    assert "langchain-tag demo" in blocks[0]
+    assert "pytest" in blocks[1]
