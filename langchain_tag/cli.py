@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("demo", help="TAG next to Chroma similarity on a short example policy, offline")
-    p.add_argument("--k", type=int, default=3, help="top-k of the similarity column")
+    p.add_argument("--k", type=int, default=2, help="top-k of the similarity column")
     p.add_argument("--refresh", action="store_true", help="re-extract the rules even if cached")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the rule cache")
     p.set_defaults(func=_cmd_demo)

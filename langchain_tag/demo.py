@@ -31,6 +31,7 @@ from langchain_tag.similarity import similarity_retriever
 __all__ = ["DEMO_INPUTS", "DemoRow", "demo_policy", "render_row", "run_demo"]
 
 DEMO_DOMAIN = "Python code review policy"
+DEMO_TASK_INPUT = "a snippet of Python code submitted for review"
 
 DEMO_INPUTS: tuple[str, ...] = (
     'def add_tag(tag, tags=[]):\n    tags.append(tag)\n    print("added", tag)\n    return tags',
@@ -80,7 +81,9 @@ def _rules(
         _log(log, start, f"loaded {len(rules)} rules extracted earlier ({cached}); --refresh re-extracts")
         return rules
     _log(log, start, "extracting rules from the demo policy (5 phases; about 2 minutes on 2 CPU cores)")
-    transformer = RuleDocumentTransformer(extractor, domain=DEMO_DOMAIN, max_concurrency=1)
+    transformer = RuleDocumentTransformer(
+        extractor, domain=DEMO_DOMAIN, task_input=DEMO_TASK_INPUT, max_concurrency=1, units_per_call=1
+    )
     result = transformer.extract([policy])
     _log(log, start, "extraction done: " + result.report.summary().replace("\n", "; "))
     if cached and result.rules:
@@ -95,7 +98,7 @@ def run_demo(
     executor: BaseChatModel,
     embeddings: Embeddings,
     inputs: tuple[str, ...] | list[str] = DEMO_INPUTS,
-    k: int = 3,
+    k: int = 2,
     cache_dir: Path | None = None,
     refresh: bool = False,
     out: TextIO = sys.stdout,

@@ -39,7 +39,8 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v1"
+EXTRACTION_PROMPT_VERSION = "extract-v4"
+DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
 
@@ -76,7 +77,7 @@ Each unit must read on its own (resolve "this", "such", "it"). Never add a duty,
 _DECOMP_USER = """Spans:
 {spans}
 
-Return {{"units": [{{"atomic_id": "A-001", "source_span_id": "<span_id>", "text": "<self-contained statement of the unit>", "original_text": "<the span's text, verbatim>", "was_split": true|false, "split_rationale": "<why split, or empty>"}}]}}.
+Return {{"units": [{{"atomic_id": "A-001", "source_span_id": "<span_id>", "text": "<self-contained statement of the unit>", "was_split": true|false, "split_rationale": "<why split, or empty>"}}]}}.
 Every span yields at least one unit. Number units A-001, A-002, ... across the whole answer."""
 
 
@@ -93,29 +94,36 @@ def decomposition_messages(*, domain: str, spans: Sequence[dict[str, Any]]) -> l
     ]
 
 
-_OPER_SYSTEM = """You turn atomic {domain} statements into operational rules that a program could apply to a single task input.
-condition: the observable state of the input under which the rule applies, checkable by reading the input alone, with no outside knowledge. Say WHEN it applies, not merely what topic it concerns. Bad: "the code has import problems". Good: "the code imports with a wildcard, as in `from m import *`".
-action: one concrete operation on the input. Vague goals ("improve", "ensure quality", "make it appropriate") are not actions; say what to change and how. Bad: "make it neutral". Good: "replace the evaluative word with a neutral description, or attribute the judgement to a source named in the sentence".
-rule_name: 3 to 8 words that tell this rule apart from its neighbours.
-category_tags: 1 to 3 short lower-case tags naming the rule's subject.
-source_text: copy the unit's original_text verbatim.
+_OPER_SYSTEM = """You turn atomic {domain} statements into operational rules. Each rule will later be checked against one task input at a time; here a task input is {task_input}.
+For each unit write:
+- a condition that describes what must be visible in the task input for the rule to apply. It must be checkable by reading that input alone, and it must say WHEN the rule applies, not only what topic it is about;
+- an action that names one concrete change or operation to make on the task input. A vague goal such as "improve", "ensure quality" or "make it appropriate" is not an action;
+- a rule_name of 3 to 8 words that tells the rule apart from its neighbours;
+- category_tags: 1 to 3 short lower-case words naming the rule's subject.
+Conditions and actions talk about the task input itself, never about the statement's wording. Begin every condition with "the input" and say what the input shows. The condition describes the situation that calls for the action (for a prohibition, the input doing the forbidden thing), not an input that already complies.
+
+Two examples from other domains, to show the shift from statement to rule (do not reuse their wording):
+Task input: a request to let someone into the office. Statement: "Visitors must be signed in before they enter the office."
+Rule: {{"rule_name": "visitor entering unsigned", "condition": "the input asks to let in a visitor who has not signed in at reception", "action": "direct the visitor to sign in at reception before letting them in", "category_tags": ["visitors", "access"]}}
+Task input: one sentence of an encyclopedia article. Statement: "Articles must not take sides in a dispute."
+Rule: {{"rule_name": "unattributed evaluative wording", "condition": "the input states an evaluative judgement in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "category_tags": ["neutrality", "attribution"]}}
 """ + _JSON_ONLY
 
 _OPER_RICH_FIELDS = """
 Also give: "primary_tag" (the one main category), "applies_when" (the kind of transaction or situation), "constraint" (the limit or requirement imposed), "violation_check" (how to tell from the facts that the rule is broken), "does_not_apply_to" (a list of situations that veto the rule; [] if none)."""
 
-_OPER_USER = """Atomic units:
+_OPER_USER = """Statements to turn into rules:
 {units}
 
-Return {{"rules": [{{"atomic_id": "<atomic_id>", "rule_name": "...", "condition": "...", "action": "...", "source_text": "<verbatim original_text>", "category_tags": ["..."]{rich}}}]}} with exactly one rule per unit."""
+Return {{"rules": [{{"atomic_id": "<atomic_id>", "rule_name": "...", "condition": "...", "action": "...", "category_tags": ["..."]{rich}}}]}} with exactly one rule per unit, in the order given."""
 
 
 def operationalisation_messages(
-    *, domain: str, units: Sequence[dict[str, Any]], rich_schema: bool = False
+    *, domain: str, units: Sequence[dict[str, Any]], rich_schema: bool = False, task_input: str = DEFAULT_TASK_INPUT
 ) -> list[BaseMessage]:
     """Phase 3: write one operational rule per atomic unit."""
     listing = json.dumps(
-        [{"atomic_id": u["atomic_id"], "text": u["text"], "original_text": u["original_text"]} for u in units],
+        [{"atomic_id": u["atomic_id"], "statement": u["text"]} for u in units],
         ensure_ascii=False,
         indent=1,
     )
@@ -124,7 +132,7 @@ def operationalisation_messages(
         if rich_schema
         else ""
     )
-    system = _OPER_SYSTEM.format(domain=domain) + (_OPER_RICH_FIELDS if rich_schema else "")
+    system = _OPER_SYSTEM.format(domain=domain, task_input=task_input) + (_OPER_RICH_FIELDS if rich_schema else "")
     return [SystemMessage(system), HumanMessage(_OPER_USER.format(units=listing, rich=rich))]
 
 
@@ -193,33 +201,32 @@ class JudgePrompt:
 
 def _render_condition_rule(rule: Rule) -> str:
     tags = ", ".join(rule.category_tags) or "-"
-    return f"id: {rule.rule_id}\nname: {rule.rule_name}\ncondition: {rule.condition}\ntags: {tags}"
+    return f"{rule.rule_id}: {rule.rule_name} (tags: {tags})\nCondition: {rule.condition}"
 
 
 def _render_relevance_rule(rule: Rule) -> str:
-    return _render_condition_rule(rule) + f"\naction: {rule.action}"
+    return _render_condition_rule(rule) + f"\nAction: {rule.action}"
 
 
 def _render_rich_rule(rule: Rule) -> str:
-    lines = [f"id: {rule.rule_id}", f"name: {rule.rule_name}"]
+    lines = [f"{rule.rule_id}: {rule.rule_name}"]
     if rule.primary_tag:
-        lines.append(f"primary tag: {rule.primary_tag}")
-    lines.append(f"applies when: {rule.applies_when or rule.condition}")
+        lines.append(f"Primary tag: {rule.primary_tag}")
+    lines.append(f"Applies when: {rule.applies_when or rule.condition}")
     if rule.applies_when and rule.condition != rule.applies_when:
-        lines.append(f"condition: {rule.condition}")
+        lines.append(f"Condition: {rule.condition}")
     if rule.constraint:
-        lines.append(f"constraint: {rule.constraint}")
+        lines.append(f"Constraint: {rule.constraint}")
     if rule.violation_check:
-        lines.append(f"violation check: {rule.violation_check}")
+        lines.append(f"Violation check: {rule.violation_check}")
     vetoes = "; ".join(rule.does_not_apply_to) or "-"
-    lines.append(f"does not apply to: {vetoes}")
+    lines.append(f"Does not apply to: {vetoes}")
     return "\n".join(lines)
 
 
-_APPLICABILITY_SYSTEM = """You decide whether one rule applies to one input. A rule applies only when the input itself satisfies the rule's condition.
-Say YES only if the condition clearly holds for this input as written.
-Say NO if the rule is merely on a related topic, if deciding would need facts the input does not give, or if you would have to assume or invent anything.
-When in doubt, say NO."""
+_APPLICABILITY_SYSTEM = """You check whether a rule's condition is true of an input. Answer YES if the condition is true of the input as written.
+Answer NO if it is false, if the rule is only about a related topic, or if telling would need facts the input does not give (never assume or invent them).
+Answer with one word."""
 
 _RELEVANCE_SYSTEM = """You decide whether a reference rule is relevant to an input: whether a person handling the input could plausibly find the rule useful.
 Say YES if the rule is relevant to the input, NO otherwise."""
@@ -236,15 +243,15 @@ When in doubt, the rule does not apply."""
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "applicability": JudgePrompt(
         name="applicability",
-        version="judge-applicability-v1",
+        version="judge-applicability-v2",
         system=_APPLICABILITY_SYSTEM,
         render_rule=_render_condition_rule,
-        question="Does the INPUT satisfy the RULE's condition?",
+        question="Is the condition true of this input?",
         json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
     ),
     "relevance": JudgePrompt(
         name="relevance",
-        version="judge-relevance-v1",
+        version="judge-relevance-v2",
         system=_RELEVANCE_SYSTEM,
         render_rule=_render_relevance_rule,
         question="Is the RULE relevant to the INPUT?",
@@ -253,7 +260,7 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     ),
     "nba": JudgePrompt(
         name="nba",
-        version="judge-nba-v1",
+        version="judge-nba-v2",
         system=_NBA_SYSTEM,
         render_rule=_render_rich_rule,
         question="Does the RULE apply to the scenario in the INPUT?",

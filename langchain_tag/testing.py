@@ -26,7 +26,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 from typing_extensions import override
 
-__all__ = ["FakeChatModel", "HashingEmbeddings", "fake_extractor", "fake_judge", "prompt_text"]
+__all__ = ["FakeChatModel", "HashingEmbeddings", "fake_extractor", "fake_judge", "judged_rule_id", "prompt_text"]
 
 Reply = str | tuple[str, float] | BaseException
 
@@ -146,7 +146,13 @@ class FakeChatModel(BaseChatModel):
             self._leave()
 
 
-_RULE_ID = re.compile(r"RULE:\s*\nid: (\S+)")
+_RULE_ID = re.compile(r"RULE:\n(\S+): ")
+
+
+def judged_rule_id(prompt: str) -> str | None:
+    """The id of the rule a judge prompt asks about, or ``None``."""
+    found = _RULE_ID.search(prompt)
+    return found.group(1) if found else None
 
 
 def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:
@@ -158,10 +164,10 @@ def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:
     yes = set(yes_rule_ids)
 
     def respond(text: str) -> Reply:
-        found = _RULE_ID.search(text)
-        if found is None:
+        rule_id = judged_rule_id(text)
+        if rule_id is None:
             return "I cannot tell."
-        return "YES" if found.group(1) in yes else "NO"
+        return "YES" if rule_id in yes else "NO"
 
     return FakeChatModel(respond=respond, **kwargs)
 
@@ -201,7 +207,7 @@ class HashingEmbeddings(Embeddings):
 
 
 _SECTION = re.compile(r"<<<\n(.*)\n>>>", re.DOTALL)
-_LISTING = re.compile(r"^(?:Spans|Atomic units|Rules):\n(\[.*\])\n\nReturn", re.DOTALL | re.MULTILINE)
+_LISTING = re.compile(r"^(?:Spans|Statements to turn into rules|Rules):\n(\[.*\])\n\nReturn", re.DOTALL | re.MULTILINE)
 _NORMATIVE = re.compile(r"\b(must|should|never|avoid|prefer|do not|don't|always|use)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?]+[.!?]")
 
@@ -233,12 +239,11 @@ def _fake_extraction_reply(text: str) -> str:
     if 'Return {"rules"' in text:
         rules = []
         for u in items:
-            words = _TOKEN.findall(u["text"].lower())
+            words = _TOKEN.findall(u["statement"].lower())
             topic = next((w for w in words if len(w) > 4), "general")
             rules.append(
                 {"atomic_id": u["atomic_id"], "rule_name": " ".join(words[:6]) or "rule",
-                 "condition": f"the input involves {topic}", "action": u["text"],
-                 "source_text": u["original_text"], "category_tags": [topic]}
+                 "condition": f"the input involves {topic}", "action": u["statement"], "category_tags": [topic]}
             )
         return json.dumps({"rules": rules})
     if 'Return {"pairs"' in text:

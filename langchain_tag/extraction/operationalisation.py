@@ -2,7 +2,9 @@
 
 Units go in batches; the reply must give one rule per unit, keyed by
 ``atomic_id``. A unit whose rule is missing or invalid is left to the caller
-(the transformer retries it once, then reports it).
+(the transformer retries it once, then reports it). ``source_text`` is copied
+from the unit's verbatim original text by the program rather than retyped by
+the model, which saves output tokens and cannot drift from the source.
 """
 
 from __future__ import annotations
@@ -33,13 +35,15 @@ def _parse(text: str) -> list[dict[str, Any]]:
 
 
 def operationalisation_calls(
-    batches: Sequence[Sequence[AtomicUnit]], *, domain: str, rich_schema: bool = False
+    batches: Sequence[Sequence[AtomicUnit]], *, domain: str, task_input: str, rich_schema: bool = False
 ) -> list[Call[list[dict[str, Any]]]]:
     """One phase-3 call per batch of units."""
     calls = []
     for batch in batches:
         payload = [{"atomic_id": u.atomic_id, "text": u.text, "original_text": u.original_text} for u in batch]
-        messages = operationalisation_messages(domain=domain, units=payload, rich_schema=rich_schema)
+        messages = operationalisation_messages(
+            domain=domain, units=payload, rich_schema=rich_schema, task_input=task_input
+        )
         calls.append(Call(3, f"{batch[0].atomic_id}..{batch[-1].atomic_id}", messages, _parse))
     return calls
 
@@ -62,7 +66,8 @@ def _draft(raw: dict[str, Any], unit: AtomicUnit) -> RuleDraft | None:
         "rule_name": name,
         "condition": condition,
         "action": action,
-        "source_text": str(raw.get("source_text") or "").strip() or unit.original_text,
+        # Copied from the unit by the program, not by the model: verbatim by construction.
+        "source_text": unit.original_text,
         "category_tags": _tags(raw.get("category_tags")) or ["general"],
     }
     for key in _RICH:

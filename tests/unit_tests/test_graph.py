@@ -5,7 +5,7 @@ from langchain_core.documents import Document
 
 from langchain_tag.graph import build_tag_graph
 from langchain_tag.rules import Rule
-from langchain_tag.testing import FakeChatModel, HashingEmbeddings, _fake_extraction_reply, fake_judge
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, _fake_extraction_reply, fake_judge, judged_rule_id
 
 SOURCE = Document(
     page_content=(
@@ -48,7 +48,7 @@ def test_modes_give_the_executor_what_they_should(rules: list[Rule], mode: str, 
 
 
 def test_relevance_mode_uses_the_relevance_judge(rules: list[Rule]) -> None:
-    judge = FakeChatModel(respond=lambda t: "YES" if "relevant" in t and "id: R-001" in t else "NO")
+    judge = FakeChatModel(respond=lambda t: "YES" if "relevant" in t and judged_rule_id(t) == "R-001" else "NO")
     graph = build_tag_graph(_executor(), judge_llm=judge, rules=[r.to_document() for r in rules], mode="relevance")
     assert [d.id for d in graph.invoke({"input": "q"})["retrieved"]] == ["R-001"]
 
@@ -81,7 +81,7 @@ def test_mode_can_be_overridden_per_call(rules: list[Rule]) -> None:
 
 def test_extract_node_runs_once_when_no_rules_are_given() -> None:
     def respond(text: str) -> str:
-        if "RULE:\nid:" in text:
+        if "RULE:\n" in text:
             return "YES" if "wildcard" in text.split("RULE:")[1].lower() else "NO"
         if 'Return {"' in text:
             return _fake_extraction_reply(text)

@@ -4,7 +4,7 @@ import pytest
 
 from langchain_tag.matcher import MatcherError, PairwiseJudge
 from langchain_tag.rules import Rule
-from langchain_tag.testing import FakeChatModel, fake_judge
+from langchain_tag.testing import FakeChatModel, judged_rule_id, fake_judge
 
 
 def test_one_call_per_pair_and_verdicts_follow_the_prompt(rules: list[Rule]) -> None:
@@ -45,9 +45,9 @@ async def test_async_concurrency_is_bounded(rules: list[Rule]) -> None:
 
 def test_garbage_reply_is_retried_once_then_counted_no(rules: list[Rule]) -> None:
     def respond(text: str) -> str:
-        if "id: R-003" in text:
+        if judged_rule_id(text) == "R-003":
             return "Well, it is hard to say."
-        return "YES" if "id: R-001" in text else "NO"
+        return "YES" if judged_rule_id(text) == "R-001" else "NO"
 
     llm = FakeChatModel(respond=respond)
     result = PairwiseJudge(llm).judge("q", rules)
@@ -63,10 +63,10 @@ def test_flaky_reply_recovers_on_retry(rules: list[Rule]) -> None:
     seen: set[str] = set()
 
     def respond(text: str) -> str:
-        if "id: R-002" in text and "R-002" not in seen:
+        if judged_rule_id(text) == "R-002" and "R-002" not in seen:
             seen.add("R-002")
             return "{garbage"
-        return "YES" if "id: R-002" in text else "NO"
+        return "YES" if judged_rule_id(text) == "R-002" else "NO"
 
     result = PairwiseJudge(FakeChatModel(respond=respond)).judge("q", rules)
     assert [j.rule_id for j in result.matched] == ["R-002"] and not result.failed
@@ -74,7 +74,7 @@ def test_flaky_reply_recovers_on_retry(rules: list[Rule]) -> None:
 
 def test_exception_from_provider_is_retried_then_reported(rules: list[Rule]) -> None:
     def respond(text: str) -> object:
-        if "id: R-005" in text:
+        if judged_rule_id(text) == "R-005":
             return TimeoutError("read timed out")
         return "NO"
 
@@ -93,7 +93,7 @@ def test_logprobs_give_probabilities_and_order(rules: list[Rule]) -> None:
     probs = {"R-001": 0.7, "R-002": 0.95, "R-003": 0.2, "R-004": 0.55, "R-005": 0.4}
 
     def respond(text: str) -> tuple[str, float]:
-        rid = text.split("RULE:\nid: ")[1].split("\n")[0]
+        rid = judged_rule_id(text)
         return ("YES" if probs[rid] >= 0.5 else "NO", probs[rid])
 
     llm = FakeChatModel(respond=respond, with_logprobs=True)

@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.similarity import in_memory_chroma
-from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_judge
+from langchain_tag.testing import FakeChatModel, judged_rule_id, HashingEmbeddings, fake_judge
 
 
 def test_returns_matched_rule_documents_with_verdict(rule_docs: list[Document]) -> None:
@@ -34,7 +34,7 @@ def test_k_caps_by_probability(rules: list[Rule]) -> None:
     probs = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.7}
 
     def respond(text: str) -> tuple[str, float]:
-        rid = text.split("RULE:\nid: ")[1].split("\n")[0]
+        rid = judged_rule_id(text)
         return ("YES" if probs[rid] > 0.5 else "NO", probs[rid])
 
     llm = FakeChatModel(respond=respond, with_logprobs=True)
@@ -47,9 +47,9 @@ def test_k_caps_by_probability(rules: list[Rule]) -> None:
 
 def test_failures_are_reported_in_metadata(rules: list[Rule]) -> None:
     def respond(text: str) -> str:
-        if "id: R-004" in text:
+        if judged_rule_id(text) == "R-004":
             return "¯\\_(ツ)_/¯"
-        return "YES" if "id: R-001" in text else "NO"
+        return "YES" if judged_rule_id(text) == "R-001" else "NO"
 
     docs = ApplicabilityRetriever(llm=FakeChatModel(respond=respond), rules=rules).invoke("q")
     assert [d.id for d in docs] == ["R-001"]

@@ -19,8 +19,14 @@ def test_rules_are_matched_to_units_and_fields_checked() -> None:
     found, missing = collect_rules(UNITS, raw, notes=notes)
     assert [u.atomic_id for u, _ in found] == ["A-002"]
     assert found[0][1]["category_tags"] == ["indentation", "whitespace", "layout"]
-    assert found[0][1]["source_text"] == UNITS[1].original_text  # filled when the model leaves it out
+    assert found[0][1]["source_text"] == UNITS[1].original_text  # copied by the program
     assert [u.atomic_id for u in missing] == ["A-001"] and "lacks" in notes[0]
+
+
+def test_model_supplied_source_text_is_ignored() -> None:
+    raw = [{"atomic_id": "A-001", "rule_name": "n", "condition": "c", "action": "a", "source_text": "Paraphrase of it."}]
+    found, _ = collect_rules(UNITS, raw, notes=[])
+    assert found[0][1]["source_text"] == "Wildcard imports should be avoided."
 
 
 def test_ids_dropped_but_order_kept_are_recovered() -> None:

@@ -53,3 +53,12 @@ def test_paragraphs_keep_document_offsets() -> None:
 def test_tiny_max_chars_is_refused() -> None:
     with pytest.raises(ValueError):
         split_sections(DOC, document_id="d", max_chars=10)
+
+
+def test_short_sections_are_joined_within_max_chars() -> None:
+    text = "".join(f"## Part {i}\n\nRule {i} must hold for every input we see here.\n\n" for i in range(10))
+    sections = split_sections(text, document_id="d", min_chars=200, max_chars=400)
+    assert 1 < len(sections) < 10
+    assert all(text[s.start : s.end] == s.text and len(s.text) <= 400 for s in sections)
+    assert sections[0].title.startswith("Part 0 / Part 1")
+    assert [s.section_id for s in sections] == [f"d#{i}" for i in range(1, len(sections) + 1)]

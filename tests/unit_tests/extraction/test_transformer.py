@@ -42,7 +42,7 @@ def _doc(text: str = POLICY, doc_id: str = "policy") -> Document:
 
 
 def test_full_run_gives_rules_traceable_to_the_source() -> None:
-    transformer = RuleDocumentTransformer(fake_extractor(), domain="customer service")
+    transformer = RuleDocumentTransformer(fake_extractor(), domain="customer service", min_section_chars=0)
     docs = transformer.transform_documents([_doc()])
     rules = [Rule.from_document(d) for d in docs]
     assert len(rules) == 4
@@ -83,7 +83,7 @@ def test_each_phase_can_be_switched_off(skip: set[int]) -> None:
 
 def test_phase4_merges_duplicates() -> None:
     text = POLICY + "\nAppendix\n--------\n\nRefunds must be requested within 30 days of purchase.\n"
-    transformer = RuleDocumentTransformer(fake_extractor())
+    transformer = RuleDocumentTransformer(fake_extractor(), min_section_chars=0)
     rules = transformer.extract([_doc(text)]).rules
     merged = [r for r in rules if r.merged_from]
     assert len(merged) == 1 and transformer.last_result.report.merged
@@ -137,36 +137,48 @@ def test_paraphrased_span_is_snapped_and_invented_span_is_dropped() -> None:
     assert any("snapped" in n for n in result.report.notes) and any("dropped" in n for n in result.report.notes)
 
 
-def test_unfaithful_rule_dropped_then_span_re_extracted_once() -> None:
-    seen: set[str] = set()
+def test_uncovered_span_is_re_extracted_once_in_phase5() -> None:
+    seen: dict[str, int] = {}
     lock = threading.Lock()
 
     def respond(text: str) -> str:
         reply = _fake_extraction_reply(text)
         if 'Return {"rules"' not in text:
             return reply
-        rules = json.loads(reply)["rules"]
-        for rule in rules:
+        kept = []
+        for rule in json.loads(reply)["rules"]:
             with lock:
-                first = rule["source_text"] not in seen
-                seen.add(rule["source_text"])
-            if first and "twice" in rule["source_text"]:
-                rule["source_text"] = "Shipping is free on the moon for every customer."
-        return json.dumps({"rules": rules})
+                seen[rule["action"]] = seen.get(rule["action"], 0) + 1
+                count = seen[rule["action"]]
+            if "twice" in rule["action"] and count <= 2:
+                continue  # phase 3 and its retry leave this unit out
+            kept.append(rule)
+        return json.dumps({"rules": kept})
 
-    transformer = RuleDocumentTransformer(FakeChatModel(respond=respond))
-    result = transformer.extract([_doc()])
+    result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
     report = result.report
-    assert [d.reason[:20] for d in report.dropped_rules] == ["source_text not foun"]
-    assert any("twice" in r.source_text for r in result.rules)  # recovered by the second pass
-    assert report.coverage == 1.0 and report.faithfulness == pytest.approx(4 / 5)
+    assert any("twice" in r.source_text for r in result.rules)  # recovered by phase 5's pass
+    assert report.coverage == 1.0 and not report.uncovered_spans
+    assert any("no rule for" in n for n in report.notes)
     assert len({r.rule_id for r in result.rules}) == len(result.rules)
+
+
+def test_span_still_uncovered_after_the_pass_is_reported() -> None:
+    def respond(text: str) -> str:
+        reply = _fake_extraction_reply(text)
+        if 'Return {"rules"' not in text:
+            return reply
+        return json.dumps({"rules": [r for r in json.loads(reply)["rules"] if "twice" not in r["action"]]})
+
+    report = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()]).report
+    assert [s.text for s in report.uncovered_spans] == ["Customers must never be charged twice for shipping."]
+    assert report.coverage == pytest.approx(3 / 4)
 
 
 def test_concurrency_is_bounded() -> None:
     llm = fake_extractor(delay=0.01)
     text = "\n\n".join(f"Section {i}\n{'=' * 10}\n\nStaff must file form {i} daily." for i in range(12))
-    RuleDocumentTransformer(llm, max_concurrency=3).extract([_doc(text)])
+    RuleDocumentTransformer(llm, max_concurrency=3, min_section_chars=0).extract([_doc(text)])
     assert 1 < llm.max_in_flight <= 3
 
 
