@@ -200,8 +200,10 @@ class JudgePrompt:
 
 
 def _render_condition_rule(rule: Rule) -> str:
+    # The condition comes first: a rule's name and tags can prime a small
+    # judge towards YES, so they follow as identification only.
     tags = ", ".join(rule.category_tags) or "-"
-    return f"{rule.rule_id}: {rule.rule_name} (tags: {tags})\nCondition: {rule.condition}"
+    return f'Condition: {rule.condition}\n(rule {rule.rule_id}, "{rule.rule_name}"; tags: {tags})'
 
 
 def _render_relevance_rule(rule: Rule) -> str:
@@ -243,7 +245,7 @@ When in doubt, the rule does not apply."""
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "applicability": JudgePrompt(
         name="applicability",
-        version="judge-applicability-v2",
+        version="judge-applicability-v3",
         system=_APPLICABILITY_SYSTEM,
         render_rule=_render_condition_rule,
         question="Is the condition true of this input?",
@@ -251,7 +253,7 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     ),
     "relevance": JudgePrompt(
         name="relevance",
-        version="judge-relevance-v2",
+        version="judge-relevance-v3",
         system=_RELEVANCE_SYSTEM,
         render_rule=_render_relevance_rule,
         question="Is the RULE relevant to the INPUT?",

@@ -146,13 +146,19 @@ class FakeChatModel(BaseChatModel):
             self._leave()
 
 
-_RULE_ID = re.compile(r"RULE:\n(\S+): ")
+_RULE_ID_PATTERNS = (re.compile(r'^\(rule (\S+), "', re.MULTILINE), re.compile(r"^RULE:\n(\S+): ", re.MULTILINE))
 
 
 def judged_rule_id(prompt: str) -> str | None:
     """The id of the rule a judge prompt asks about, or ``None``."""
-    found = _RULE_ID.search(prompt)
-    return found.group(1) if found else None
+    block = prompt.rsplit("RULE:\n", 1)
+    if len(block) != 2:
+        return None
+    for pattern in _RULE_ID_PATTERNS:
+        found = pattern.search("RULE:\n" + block[1])
+        if found:
+            return found.group(1)
+    return None
 
 
 def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:

@@ -21,7 +21,7 @@ def _rule() -> Rule:
 def test_applicability_prompt_hides_action_and_puts_input_before_rule() -> None:
     text = prompt_text(JUDGE_PROMPTS["applicability"].messages("THE-INPUT", _rule()))
     assert "THE-ACTION" not in text
-    assert text.index("THE-INPUT") < text.index("R-7") < text.index("THE-CONDITION")
+    assert text.index("THE-INPUT") < text.index("THE-CONDITION") < text.index("R-7")
     assert "YES or NO" in text
 
 

@@ -1,0 +1,67 @@
+"""The package's own pipeline on the real local model: judge prompts, retriever, extraction.
+
+Assertions are about ranking and structure rather than exact wording, since
+the small local model's scores are NO-biased (see the README).
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_tag import ApplicabilityRetriever, Rule, RuleDocumentTransformer
+from langchain_tag.models import ModelConfig, get_chat_model
+
+pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+RULES = [
+    Rule(rule_id="W1", rule_name="wildcard import", condition="the input imports with `from <module> import *`",
+         action="import the names explicitly", category_tags=["imports"]),
+    Rule(rule_id="M1", rule_name="mutable default argument", condition="a function in the input has a list `[]` as the default value of a parameter",
+         action="default to None and create the list inside", category_tags=["functions"]),
+    Rule(rule_id="P1", rule_name="print call", condition="the input calls the `print` function",
+         action="use logging instead", category_tags=["output"]),
+]
+INPUTS = {
+    "W1": "from os.path import *\n\nresult = join('a', 'b')",
+    "M1": "def collect(item, bucket=[]):\n    bucket.append(item)\n    return bucket",
+    "P1": "total = 1 + 2\nprint(total)",
+}
+
+
+@pytest.fixture(scope="module")
+def retriever(local_config: ModelConfig) -> ApplicabilityRetriever:
+    return ApplicabilityRetriever(llm=get_chat_model(local_config, role="judge"), rules=RULES, max_concurrency=1)
+
+
+@pytest.mark.parametrize("holding", sorted(INPUTS))
+def test_the_holding_rule_ranks_first(retriever: ApplicabilityRetriever, holding: str) -> None:
+    result = retriever.match(INPUTS[holding])
+    assert not result.failed and result.completion_tokens == len(RULES)  # one-token verdicts
+    scores = {j.rule_id: j.probability for j in result.judgments}
+    assert all(p is not None for p in scores.values()), "the local judge must return logprobs"
+    best = max(scores, key=lambda rid: scores[rid])
+    assert best == holding, f"P(YES) per rule: {scores}"
+
+
+def test_extraction_end_to_end(local_config: ModelConfig) -> None:
+    text = (
+        "Imports\n=======\n\n"
+        "Wildcard imports such as `from module import *` must not be used; import each name explicitly.\n"
+    )
+    transformer = RuleDocumentTransformer(
+        get_chat_model(local_config, role="extractor"),
+        domain="Python style guide",
+        task_input="a snippet of Python code",
+        max_concurrency=1,
+        units_per_call=1,
+    )
+    docs = transformer.transform_documents([Document(page_content=text, id="style.rst")])
+    result = transformer.last_result
+    assert result is not None and docs
+    assert not result.report.failures
+    assert result.report.faithfulness == 1.0 and result.report.coverage == 1.0
+    for rule in result.rules:
+        assert text[rule.source_start : rule.source_end] == rule.source_text
+        assert rule.condition and rule.action and rule.document_id == "style.rst"
+    assert any("import" in (r.condition + r.action).lower() for r in result.rules)
