@@ -65,12 +65,12 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 def _cmd_match(args: argparse.Namespace) -> int:
     from langchain_tag.models import get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
-    from langchain_tag.rules import load_rules
+    from langchain_tag.rules import load_rules, rules_to_documents
 
     rules = load_rules(args.rules)
     retriever = ApplicabilityRetriever(
         llm=get_chat_model(role="judge"),
-        rules=rules,
+        rules=rules_to_documents(rules),
         predicate=args.predicate,
         threshold=args.threshold,
         max_concurrency=args.max_concurrency,
@@ -97,9 +97,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.loaders import load_document
     from langchain_tag.models import get_chat_model, get_embeddings
-    from langchain_tag.rules import load_rules
+    from langchain_tag.rules import load_rules, rules_to_documents
 
-    rules = [r.to_document() for r in load_rules(args.rules)]
+    rules = rules_to_documents(load_rules(args.rules))
     sources = [load_document(p) for p in args.source or []]
     graph = build_tag_graph(
         get_chat_model(role="executor"),
@@ -114,7 +114,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     state = graph.invoke({"input": _read_input(args.input)})
     units = [d.metadata.get("rule_id") or d.metadata.get("chunk_id") for d in state["retrieved"]]
-    print(f"mode {args.mode}: {len(units)} {state['unit_kind']} given to the executor: {', '.join(units) or '-'}", file=sys.stderr)
+    print(
+        f"mode {args.mode}: {len(units)} {state['unit_kind']} given to the executor: {', '.join(units) or '-'}",
+        file=sys.stderr,
+    )
     print(state["output"])
     return 0
 
@@ -189,13 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``langchain-tag`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         code: Any = args.func(args)
     except KeyboardInterrupt:
         print("langchain-tag: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - one clear line unless --debug
+    except Exception as exc:
         if args.debug:
             raise
         print(f"langchain-tag: error: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
 from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule, load_rules, save_rules
+from langchain_tag.rules import Rule, load_rules, rules_to_documents, save_rules
 from langchain_tag.similarity import similarity_retriever
 
 __all__ = ["DEMO_INPUTS", "DemoRow", "demo_policy", "render_row", "run_demo"]
@@ -46,6 +46,7 @@ class DemoRow:
 
     input: str
     matched: list[tuple[str, str, float | None]] = field(default_factory=list)
+    near_misses: list[tuple[str, float]] = field(default_factory=list)
     similar: list[tuple[str, str]] = field(default_factory=list)
     output: str = ""
     judgments: int = 0
@@ -126,7 +127,7 @@ def run_demo(
     rules = _rules(extractor, policy, cache_dir, refresh, log, start)
     if not rules:
         raise RuntimeError("no rules were extracted from the demo policy; run with --refresh or --debug to see why")
-    retriever = ApplicabilityRetriever(llm=judge, rules=rules, max_concurrency=1)
+    retriever = ApplicabilityRetriever(llm=judge, rules=rules_to_documents(rules), max_concurrency=1)
     _log(log, start, f"indexing the policy in Chroma ({k} most similar 500-character chunks per input)")
     similar = similarity_retriever([policy], embeddings, k=k)
     chain = executor_chain(executor, domain="code_review")
@@ -140,6 +141,10 @@ def run_demo(
         by_id = {r.rule_id: r for r in rules}
         row.matched = [(j.rule_id, by_id[j.rule_id].rule_name, j.probability) for j in result.matched]
         row.judgments, row.failed = len(result.judgments), len(result.failed)
+        rejected = [j for j in result.judgments if not j.applies and j.probability is not None]
+        row.near_misses = [
+            (j.rule_id, j.probability or 0.0) for j in sorted(rejected, key=lambda j: -(j.probability or 0))[:2]
+        ]
         row.similar = [(d.metadata.get("chunk_id", "?"), d.page_content) for d in similar.invoke(code)]
         _log(log, start, f"input {number}/{len(inputs)}: revising the code with {len(row.matched)} matched rules")
         t0 = time.perf_counter()
@@ -169,6 +174,8 @@ def render_row(number: int, row: DemoRow, rules: dict[str, Rule], width: int = 1
         left.append(f"    do: {rules[rule_id].action}")
     if not row.matched:
         left.append("- (no rule applies)")
+    if row.near_misses:
+        left.append("closest below threshold: " + ", ".join(f"{rid} {p:.2f}" for rid, p in row.near_misses))
     if row.failed:
         left.append(f"({row.failed} judgments unreadable, counted NO)")
     right = [f"Chroma similarity top-{len(row.similar)} chunks"]
@@ -179,7 +186,7 @@ def render_row(number: int, row: DemoRow, rules: dict[str, Rule], width: int = 1
     lcol += [""] * (height - len(lcol))
     rcol += [""] * (height - len(rcol))
     bar = "=" * width
-    body = "\n".join(f"{a:<{half}} | {b}" for a, b in zip(lcol, rcol))
+    body = "\n".join(f"{a:<{half}} | {b}" for a, b in zip(lcol, rcol, strict=True))
     code = textwrap.indent(row.input, "    ")
     output = textwrap.indent(row.output or "(empty)", "    ")
     return (

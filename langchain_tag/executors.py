@@ -58,7 +58,11 @@ def format_units(documents: Sequence[Document], unit_kind: UnitKind) -> list[tup
 
 
 def executor_messages(
-    query: str, documents: Sequence[Document], *, domain: str | ExecutorPrompt = "generic", unit_kind: UnitKind = "rules"
+    query: str,
+    documents: Sequence[Document],
+    *,
+    domain: str | ExecutorPrompt = "generic",
+    unit_kind: UnitKind = "rules",
 ) -> list[BaseMessage]:
     """The executor prompt for one input and its reference units."""
     prompt = resolve_executor_prompt(domain)

@@ -53,7 +53,7 @@ def load_document(path: str | Path) -> Document:
         raise
     except ImportError as exc:
         raise DocumentLoadError(f"cannot read {path}: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - loaders wrap decode errors in RuntimeError
+    except Exception as exc:
         cause = exc.__cause__ or exc
         raise DocumentLoadError(f"cannot read {path}: {type(cause).__name__}: {cause}") from exc
     text = "\n\n".join(p.page_content for p in pages).strip()

@@ -160,9 +160,7 @@ class LocalLlamaServer:
                 self._stop_locked(keep_log=True)  # the error message points at it
                 raise
             _LIVE.add(self)
-            logger.info(
-                "Local model server for %s ready at %s", self.model_path.name, self._address
-            )
+            logger.info("Local model server for %s ready at %s", self.model_path.name, self._address)
             return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -220,7 +218,7 @@ class LocalLlamaServer:
             cmd.append("--verbose")
         logger.info("Starting local model server: %s", " ".join(cmd))
         with os.fdopen(fd, "w") as log:
-            self._process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+            self._process = subprocess.Popen(
                 cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -374,9 +372,7 @@ def get_local_server(
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None:
-            server = LocalLlamaServer(
-                key, n_ctx=n_ctx, n_threads=n_threads, startup_timeout=startup_timeout
-            )
+            server = LocalLlamaServer(key, n_ctx=n_ctx, n_threads=n_threads, startup_timeout=startup_timeout)
             _SERVERS[key] = server
     return server.start()
 

@@ -189,7 +189,7 @@ class PairwiseJudge:
     def _absorb(self, judgments: list[Judgment], pending: list[int], replies: Sequence[Any]) -> list[int]:
         """Record replies; return the indices that need another attempt."""
         retry: list[int] = []
-        for index, reply in zip(pending, replies):
+        for index, reply in zip(pending, replies, strict=True):
             judgment = judgments[index]
             judgment.attempts += 1
             if isinstance(reply, BaseException):

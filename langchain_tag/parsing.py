@@ -77,7 +77,7 @@ def parse_json_object(text: str, *, expect_key: str | None = None) -> dict[str, 
     if first != -1:
         try:
             value = json_repair.loads(text[first:])
-        except Exception:  # noqa: BLE001 - the repair library may raise anything
+        except Exception:
             value = None
         obj = _as_object(value, expect_key)
         if obj is not None:

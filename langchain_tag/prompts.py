@@ -13,9 +13,9 @@ DeepSeek, vLLM prefix caching, llama.cpp KV reuse) can reuse.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -28,8 +28,8 @@ __all__ = [
     "ExecutorPrompt",
     "JudgePrompt",
     "VerdictFormat",
-    "dedup_messages",
     "decomposition_messages",
+    "dedup_messages",
     "operationalisation_messages",
     "span_detection_messages",
 ]
@@ -44,11 +44,14 @@ DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
 
-_SPAN_SYSTEM = """You read {domain} documents and mark every passage that tells someone what to do.
+_SPAN_SYSTEM = (
+    """You read {domain} documents and mark every passage that tells someone what to do.
 A normative span is text that requires, forbids, recommends, permits, makes an exception to, or sets a condition on some action. Be generous: soft wording ("prefer", "avoid", "usually", "should normally") counts.
 Leave out background, history, motivation, examples that state no rule, and definitions, unless a definition is needed to know when a rule applies.
 Copy each span exactly as it appears in the section, character for character. Never paraphrase, shorten with ellipses, or join separate passages.
-""" + _JSON_ONLY
+"""
+    + _JSON_ONLY
+)
 
 _SPAN_USER = """Section title: {title}
 Section text:
@@ -68,11 +71,14 @@ def span_detection_messages(*, domain: str, title: str, text: str) -> list[BaseM
     ]
 
 
-_DECOMP_SYSTEM = """You split {domain} rules into atomic units. An atomic unit has one subject, one situation in which it applies, and one action.
+_DECOMP_SYSTEM = (
+    """You split {domain} rules into atomic units. An atomic unit has one subject, one situation in which it applies, and one action.
 Split a span when it: lists several independent actions; gives alternative conditions ("if A or B" becomes one unit for A and one for B); or gives different subjects different actions.
 Do not split: joint conditions ("if A and B" stays one unit); an exception from the rule it qualifies.
 Each unit must read on its own (resolve "this", "such", "it"). Never add a duty, limit or permission the span does not state.
-""" + _JSON_ONLY
+"""
+    + _JSON_ONLY
+)
 
 _DECOMP_USER = """Spans:
 {spans}
@@ -94,7 +100,8 @@ def decomposition_messages(*, domain: str, spans: Sequence[dict[str, Any]]) -> l
     ]
 
 
-_OPER_SYSTEM = """You turn atomic {domain} statements into operational rules. Each rule will later be checked against one task input at a time; here a task input is {task_input}.
+_OPER_SYSTEM = (
+    """You turn atomic {domain} statements into operational rules. Each rule will later be checked against one task input at a time; here a task input is {task_input}.
 For each unit write:
 - a condition that describes what must be visible in the task input for the rule to apply. It must be checkable by reading that input alone, and it must say WHEN the rule applies, not only what topic it is about;
 - an action that names one concrete change or operation to make on the task input. A vague goal such as "improve", "ensure quality" or "make it appropriate" is not an action;
@@ -107,7 +114,9 @@ Task input: a request to let someone into the office. Statement: "Visitors must 
 Rule: {{"rule_name": "visitor entering unsigned", "condition": "the input asks to let in a visitor who has not signed in at reception", "action": "direct the visitor to sign in at reception before letting them in", "category_tags": ["visitors", "access"]}}
 Task input: one sentence of an encyclopedia article. Statement: "Articles must not take sides in a dispute."
 Rule: {{"rule_name": "unattributed evaluative wording", "condition": "the input states an evaluative judgement in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "category_tags": ["neutrality", "attribution"]}}
-""" + _JSON_ONLY
+"""
+    + _JSON_ONLY
+)
 
 _OPER_RICH_FIELDS = """
 Also give: "primary_tag" (the one main category), "applies_when" (the kind of transaction or situation), "constraint" (the limit or requirement imposed), "violation_check" (how to tell from the facts that the rule is broken), "does_not_apply_to" (a list of situations that veto the rule; [] if none)."""
@@ -136,13 +145,16 @@ def operationalisation_messages(
     return [SystemMessage(system), HumanMessage(_OPER_USER.format(units=listing, rich=rich))]
 
 
-_DEDUP_SYSTEM = """You audit a set of {domain} rules that share a topic. Compare them in pairs and report only the pairs that are not independent:
+_DEDUP_SYSTEM = (
+    """You audit a set of {domain} rules that share a topic. Compare them in pairs and report only the pairs that are not independent:
 - duplicate: both say the same thing;
 - subsumption: one rule's case is wholly contained in the other's;
 - overlap: they apply to some of the same inputs with compatible actions;
 - conflict: they can apply to the same input with actions that cannot both be followed.
 For each reported pair choose preferred_action: merge (keep one rule), keep_both, or manual_review.
-""" + _JSON_ONLY
+"""
+    + _JSON_ONLY
+)
 
 _DEDUP_USER = """Rules:
 {rules}
@@ -153,10 +165,7 @@ Return {{"pairs": [{{"rule_a": "<rule_id>", "rule_b": "<rule_id>", "relation": "
 def dedup_messages(*, domain: str, rules: Sequence[Rule]) -> list[BaseMessage]:
     """Phase 4: label the non-independent pairs among rules sharing a tag."""
     listing = json.dumps(
-        [
-            {"rule_id": r.rule_id, "rule_name": r.rule_name, "condition": r.condition, "action": r.action}
-            for r in rules
-        ],
+        [{"rule_id": r.rule_id, "rule_name": r.rule_name, "condition": r.condition, "action": r.action} for r in rules],
         ensure_ascii=False,
         indent=1,
     )

@@ -142,7 +142,7 @@ class ApplicabilityRetriever(BaseRetriever):
         stored = getter(include=["documents", "metadatas"])
         docs = [
             Document(page_content=text or "", metadata=meta or {}, id=doc_id)
-            for doc_id, text, meta in zip(stored["ids"], stored["documents"], stored["metadatas"])
+            for doc_id, text, meta in zip(stored["ids"], stored["documents"], stored["metadatas"], strict=True)
         ]
         return cls(llm=llm, rules=docs, **kwargs)
 

@@ -162,8 +162,7 @@ class Rule(BaseModel):
         missing = [k for k in ("rule_id", "rule_name", "condition", "action") if not fields.get(k)]
         if missing:
             raise RuleFileError(
-                f"document {document.id or '(no id)'} is not a rule document: "
-                f"metadata lacks {', '.join(missing)}"
+                f"document {document.id or '(no id)'} is not a rule document: metadata lacks {', '.join(missing)}"
             )
         try:
             return cls.model_validate(fields)

@@ -102,7 +102,9 @@ class FakeChatModel(BaseChatModel):
             p = p_yes if p_yes is not None else (0.9 if word == "YES" else 0.1)
             p = min(max(p, 1e-6), 1 - 1e-6)
             top = [{"token": "YES", "logprob": math.log(p)}, {"token": "NO", "logprob": math.log(1 - p)}]
-            metadata["logprobs"] = {"content": [{"token": word, "logprob": math.log(p if word == "YES" else 1 - p), "top_logprobs": top}]}
+            metadata["logprobs"] = {
+                "content": [{"token": word, "logprob": math.log(p if word == "YES" else 1 - p), "top_logprobs": top}]
+            }
         usage = {
             "input_tokens": len(text.split()),
             "output_tokens": max(1, len(reply.split())),
@@ -228,7 +230,12 @@ def _fake_extraction_reply(text: str) -> str:
         spans = [
             {"span_id": f"S-{i:03d}", "text": s.strip(), "normative_type": "requirement", "context_summary": ""}
             for i, s in enumerate(
-                (m.group(0) for para in re.split(r"\n\s*\n", body) for m in _SENTENCE.finditer(para) if _NORMATIVE.search(m.group(0))),
+                (
+                    m.group(0)
+                    for para in re.split(r"\n\s*\n", body)
+                    for m in _SENTENCE.finditer(para)
+                    if _NORMATIVE.search(m.group(0))
+                ),
                 1,
             )
         ]
@@ -237,8 +244,14 @@ def _fake_extraction_reply(text: str) -> str:
     items = json.loads(listing.group(1)) if listing else []
     if 'Return {"units"' in text:
         units = [
-            {"atomic_id": f"A-{i:03d}", "source_span_id": s["span_id"], "text": s["text"], "original_text": s["text"],
-             "was_split": False, "split_rationale": ""}
+            {
+                "atomic_id": f"A-{i:03d}",
+                "source_span_id": s["span_id"],
+                "text": s["text"],
+                "original_text": s["text"],
+                "was_split": False,
+                "split_rationale": "",
+            }
             for i, s in enumerate(items, 1)
         ]
         return json.dumps({"units": units})
@@ -248,8 +261,13 @@ def _fake_extraction_reply(text: str) -> str:
             words = _TOKEN.findall(u["statement"].lower())
             topic = next((w for w in words if len(w) > 4), "general")
             rules.append(
-                {"atomic_id": u["atomic_id"], "rule_name": " ".join(words[:6]) or "rule",
-                 "condition": f"the input involves {topic}", "action": u["statement"], "category_tags": [topic]}
+                {
+                    "atomic_id": u["atomic_id"],
+                    "rule_name": " ".join(words[:6]) or "rule",
+                    "condition": f"the input involves {topic}",
+                    "action": u["statement"],
+                    "category_tags": [topic],
+                }
             )
         return json.dumps({"rules": rules})
     if 'Return {"pairs"' in text:
@@ -257,8 +275,15 @@ def _fake_extraction_reply(text: str) -> str:
         for i, a in enumerate(items):
             for b in items[i + 1 :]:
                 if a["condition"] == b["condition"] and a["action"] == b["action"]:
-                    pairs.append({"rule_a": a["rule_id"], "rule_b": b["rule_id"], "relation": "duplicate",
-                                  "preferred_action": "merge", "explanation": "same rule"})
+                    pairs.append(
+                        {
+                            "rule_a": a["rule_id"],
+                            "rule_b": b["rule_id"],
+                            "relation": "duplicate",
+                            "preferred_action": "merge",
+                            "explanation": "same rule",
+                        }
+                    )
         return json.dumps({"pairs": pairs})
     return "I do not understand the request."
 

@@ -79,9 +79,7 @@ class GGUFSpec:
         """Return the import name of one part (1-based)."""
         return f"{self.module_prefix}{part}"
 
-    def pip_install_command(
-        self, parts: list[int] | None = None, *, force_reinstall: bool = False
-    ) -> str:
+    def pip_install_command(self, parts: list[int] | None = None, *, force_reinstall: bool = False) -> str:
         """Return the ``pip install`` line for some (default: all) parts.
 
         Args:

@@ -27,12 +27,16 @@ class Alignment:
 
 
 def _word_starts(text: str, lo: int, hi: int) -> list[int]:
-    return [i for i in range(max(0, lo), min(len(text), hi)) if not text[i].isspace() and (i == 0 or text[i - 1].isspace())]
+    return [
+        i for i in range(max(0, lo), min(len(text), hi)) if not text[i].isspace() and (i == 0 or text[i - 1].isspace())
+    ]
 
 
 def _word_ends(text: str, lo: int, hi: int) -> list[int]:
     return [
-        j for j in range(max(1, lo), min(len(text), hi) + 1) if not text[j - 1].isspace() and (j == len(text) or text[j].isspace())
+        j
+        for j in range(max(1, lo), min(len(text), hi) + 1)
+        if not text[j - 1].isspace() and (j == len(text) or text[j].isspace())
     ]
 
 
@@ -60,7 +64,9 @@ def align(needle: str, haystack: str, *, threshold: float = 0.85) -> Alignment |
     match = fuzz.partial_ratio_alignment(needle, haystack, score_cutoff=threshold * 100.0)
     if match is None:
         return None
-    best = Alignment(match.dest_start, match.dest_end, fuzz.ratio(needle, haystack[match.dest_start : match.dest_end]) / 100.0)
+    best = Alignment(
+        match.dest_start, match.dest_end, fuzz.ratio(needle, haystack[match.dest_start : match.dest_end]) / 100.0
+    )
     starts = _word_starts(haystack, match.dest_start - _SLACK, match.dest_start + _SLACK) or [match.dest_start]
     ends = _word_ends(haystack, match.dest_end - _SLACK, match.dest_end + _SLACK) or [match.dest_end]
     for start in starts:

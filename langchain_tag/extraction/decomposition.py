@@ -47,9 +47,7 @@ def _parse(text: str) -> list[dict[str, Any]]:
     return [u for u in units if isinstance(u, dict)]
 
 
-def decomposition_calls(
-    batches: Sequence[Sequence[Span]], *, domain: str
-) -> list[Call[list[dict[str, Any]]]]:
+def decomposition_calls(batches: Sequence[Sequence[Span]], *, domain: str) -> list[Call[list[dict[str, Any]]]]:
     """One phase-2 call per batch of spans."""
     calls = []
     for batch in batches:

@@ -125,7 +125,9 @@ def apply_relations(rules: Sequence[Rule], relations: Iterable[Relation]) -> Ded
         if rel.relation == "duplicate" or (rel.relation == "subsumption" and rel.preferred_action == "merge"):
             kept, gone = live[keep], live.pop(drop)
             kept.merged_from = kept.merged_from + [drop] + gone.merged_from
-            kept.category_tags = (kept.category_tags + [t for t in gone.category_tags if t not in kept.category_tags])[:3]
+            kept.category_tags = (kept.category_tags + [t for t in gone.category_tags if t not in kept.category_tags])[
+                :3
+            ]
             for old, new in list(outcome.merged.items()):
                 if new == drop:
                     outcome.merged[old] = keep

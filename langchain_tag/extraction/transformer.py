@@ -217,7 +217,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         if 4 not in self.skip_phases:
             groups = tag_groups(rules)
             raw = yield dedup_calls(groups, domain=self.domain), "phase 4: dedup"
-            relations = [rel for g, r in zip(groups, raw) for rel in collect_relations(g, r, notes=notes)]
+            relations = [rel for g, r in zip(groups, raw, strict=True) for rel in collect_relations(g, r, notes=notes)]
             outcome = apply_relations(rules, relations)
             merged_away = [r for r in rules if r.rule_id in outcome.merged]
             rules = outcome.rules
@@ -237,14 +237,23 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         else:
             raw = yield span_calls(sections, domain=self.domain), "phase 1: spans"
             located = [
-                locate_spans(s, r, notes=notes) if r is not None else [] for s, r in zip(sections, raw)
+                locate_spans(s, r, notes=notes) if r is not None else [] for s, r in zip(sections, raw, strict=True)
             ]
         spans: list[Span] = []
-        for section, found in zip(sections, located):
+        for section, found in zip(sections, located, strict=True):
             for start, end, kind, summary in found:
                 text = texts[section.document_id][start:end]
                 spans.append(
-                    Span(f"S-{len(spans) + 1:03d}", section.document_id, section.section_id, text, kind, summary, start, end)
+                    Span(
+                        f"S-{len(spans) + 1:03d}",
+                        section.document_id,
+                        section.section_id,
+                        text,
+                        kind,
+                        summary,
+                        start,
+                        end,
+                    )
                 )
         return spans
 
@@ -257,15 +266,13 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
                 by_section.setdefault(span.section_id, []).append(span)
             batches = [b for group in by_section.values() for b in _batches(group, self.spans_per_call)]
             raw = yield decomposition_calls(batches, domain=self.domain), "phase 2: atomic units"
-            units = [u for b, r in zip(batches, raw) for u in collect_units(b, r, notes=notes)]
+            units = [u for b, r in zip(batches, raw, strict=True) for u in collect_units(b, r, notes=notes)]
         return [
             AtomicUnit(f"A-{i:03d}", u.span_id, u.text, u.original_text, u.was_split, u.split_rationale)
             for i, u in enumerate(units, start=1)
         ]
 
-    def _phase3(
-        self, units: list[AtomicUnit], span_by_id: dict[str, Span], notes: list[str]
-    ) -> _Step:
+    def _phase3(self, units: list[AtomicUnit], span_by_id: dict[str, Span], notes: list[str]) -> _Step:
         if 3 in self.skip_phases:
             return [(u, unoperationalised_draft(u, span_by_id[u.span_id].normative_type)) for u in units]
         found: dict[str, RuleDraft] = {}
@@ -280,7 +287,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             )
             raw = yield calls, desc
             pending = []
-            for batch, reply in zip(batches, raw):
+            for batch, reply in zip(batches, raw, strict=True):
                 got, missing = collect_rules(batch, reply, notes=notes)
                 found.update({u.atomic_id: d for u, d in got})
                 pending.extend(missing)
@@ -320,7 +327,9 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         kept, dropped = verify_faithfulness(rules, texts, threshold=threshold)
         checked = len(rules)
         absorbed, _ = verify_faithfulness(merged_away, texts, threshold=threshold)
-        missing = uncovered_spans(spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold)
+        missing = uncovered_spans(
+            spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold
+        )
         if missing and 3 not in self.skip_phases:
             redo_ids = {s.span_id for s in missing}
             redo = [u for u in units if u.span_id in redo_ids]

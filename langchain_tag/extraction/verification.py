@@ -58,7 +58,9 @@ def verify_faithfulness(
         found = find_source(rule.source_text, document, threshold=threshold)
         if found is None:
             dropped.append(
-                DroppedRule(rule.rule_id, rule.rule_name, f"source_text not found in the document (threshold {threshold})")
+                DroppedRule(
+                    rule.rule_id, rule.rule_name, f"source_text not found in the document (threshold {threshold})"
+                )
             )
             continue
         start, end, score = found

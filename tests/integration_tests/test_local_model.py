@@ -93,9 +93,7 @@ def test_judge_reply_shape_and_prefix_cache(judge: BaseChatModel) -> None:
     assert cached > second.usage_metadata["input_tokens"] // 2
 
 
-def test_server_is_shared_and_json_schema_output_works(
-    local_config: ModelConfig, judge: BaseChatModel
-) -> None:
+def test_server_is_shared_and_json_schema_output_works(local_config: ModelConfig, judge: BaseChatModel) -> None:
     class Imports(BaseModel):
         modules: list[str]
 

@@ -15,12 +15,27 @@ from langchain_tag.models import ModelConfig, get_chat_model
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 RULES = [
-    Rule(rule_id="W1", rule_name="wildcard import", condition="the input imports with `from <module> import *`",
-         action="import the names explicitly", category_tags=["imports"]),
-    Rule(rule_id="M1", rule_name="mutable default argument", condition="a function in the input has a list `[]` as the default value of a parameter",
-         action="default to None and create the list inside", category_tags=["functions"]),
-    Rule(rule_id="P1", rule_name="print call", condition="the input calls the `print` function",
-         action="use logging instead", category_tags=["output"]),
+    Rule(
+        rule_id="W1",
+        rule_name="wildcard import",
+        condition="the input imports with `from <module> import *`",
+        action="import the names explicitly",
+        category_tags=["imports"],
+    ),
+    Rule(
+        rule_id="M1",
+        rule_name="mutable default argument",
+        condition="a function in the input has a list `[]` as the default value of a parameter",
+        action="default to None and create the list inside",
+        category_tags=["functions"],
+    ),
+    Rule(
+        rule_id="P1",
+        rule_name="print call",
+        condition="the input calls the `print` function",
+        action="use logging instead",
+        category_tags=["output"],
+    ),
 ]
 INPUTS = {
     "W1": "from os.path import *\n\nresult = join('a', 'b')",

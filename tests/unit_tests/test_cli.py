@@ -36,7 +36,9 @@ def test_bad_skip_phases(capsys: pytest.CaptureFixture[str]) -> None:
     assert "phases are 1-5" in capsys.readouterr().err
 
 
-def test_match_with_fake_model(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]) -> None:
+def test_match_with_fake_model(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
     import langchain_tag.models as models
     from langchain_tag.testing import fake_judge
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from langchain_tag.demo import DEMO_INPUTS, demo_policy, run_demo
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, _fake_extraction_reply
 
@@ -36,6 +38,7 @@ def test_demo_prints_tag_next_to_similarity(tmp_path: Path) -> None:
     assert len(first.similar) == 2 and first.output == "REVISED CODE"
     text = out.getvalue()
     assert "TAG matched" in text and "Chroma similarity top-2" in text and "P(YES)=0.93" in text
+    assert "closest below threshold: " in text and first.near_misses[0][1] == pytest.approx(0.04)
     assert "extracting rules" in log.getvalue()
     assert list(tmp_path.glob("demo-rules-*.jsonl"))
 

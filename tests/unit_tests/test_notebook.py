@@ -20,7 +20,7 @@ def test_notebook_runs_top_to_bottom(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     namespace: dict = {}
     for cell in cells:
         if cell["cell_type"] == "code":
-            exec(compile("".join(cell["source"]), f"{NOTEBOOK.name}[{cell['id']}]", "exec"), namespace)  # noqa: S102
+            exec(compile("".join(cell["source"]), f"{NOTEBOOK.name}[{cell['id']}]", "exec"), namespace)
     assert plot.stat().st_size > 5000
     assert namespace["p_yes"].shape == (3, len(namespace["rules"]))
     assert namespace["p_yes"].max() > 0.9 and namespace["p_yes"].min() < 0.1

@@ -57,7 +57,9 @@ def _with_logprobs(first: str, top: dict[str, float]) -> AIMessage:
     entries = [{"token": t, "logprob": math.log(p)} for t, p in top.items()]
     return AIMessage(
         content=first,
-        response_metadata={"logprobs": {"content": [{"token": first, "logprob": entries[0]["logprob"], "top_logprobs": entries}]}},
+        response_metadata={
+            "logprobs": {"content": [{"token": first, "logprob": entries[0]["logprob"], "top_logprobs": entries}]}
+        },
     )
 
 

@@ -18,7 +18,7 @@ def test_readme_chain_example_runs_as_printed() -> None:
     expected = re.search(r"# -> (.*)", code).group(1).strip()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})  # noqa: S102
+        exec(compile(code, "README.md", "exec"), {})
     assert out.getvalue().strip() == expected
 
 

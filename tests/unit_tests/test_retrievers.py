@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.similarity import in_memory_chroma
-from langchain_tag.testing import FakeChatModel, judged_rule_id, HashingEmbeddings, fake_judge
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_judge, judged_rule_id
 
 
 def test_returns_matched_rule_documents_with_verdict(rule_docs: list[Document]) -> None:
@@ -62,7 +62,9 @@ def test_match_gives_full_result(rules: list[Rule]) -> None:
 
 
 async def test_async_matches_sync(rule_docs: list[Document]) -> None:
-    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001", "R-004"}, delay=0.01), rules=rule_docs, max_concurrency=2)
+    retriever = ApplicabilityRetriever(
+        llm=fake_judge({"R-001", "R-004"}, delay=0.01), rules=rule_docs, max_concurrency=2
+    )
     sync_ids = [d.id for d in retriever.invoke("q")]
     async_ids = [d.id for d in await retriever.ainvoke("q")]
     assert sync_ids == async_ids == ["R-001", "R-004"]
@@ -82,7 +84,9 @@ class _Recorder(BaseCallbackHandler):
     def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, **kwargs: Any) -> None:
         self.retriever_runs.append(run_id)
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
         self.llm_parents.append(parent_run_id)
 
 
@@ -134,7 +138,9 @@ def test_constructor_errors(rule_docs: list[Document]) -> None:
 
 def test_drop_in_replacement_in_an_lcel_chain(rule_docs: list[Document]) -> None:
     """The retriever slots into the usual {"context": retriever, ...} | prompt | llm chain."""
-    answer_llm = FakeChatModel(respond=lambda text: "ANSWER using " + ("tabs rule" if "four spaces" in text else "nothing"))
+    answer_llm = FakeChatModel(
+        respond=lambda text: "ANSWER using " + ("tabs rule" if "four spaces" in text else "nothing")
+    )
     retriever = ApplicabilityRetriever(llm=fake_judge({"R-003"}), rules=rule_docs)
     prompt = ChatPromptTemplate.from_template("Rules:\n{context}\n\nCode:\n{question}")
 

@@ -7,8 +7,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag.rules import Rule, RuleFileError, load_rules, rules_from_documents, save_rules
-from langchain_tag.testing import HashingEmbeddings
 from langchain_tag.similarity import in_memory_chroma
+from langchain_tag.testing import HashingEmbeddings
 
 
 def _full_rule() -> Rule:
@@ -54,8 +54,15 @@ def test_tags_are_normalised_and_commas_cannot_break_round_trip() -> None:
 def test_any_document_with_the_keys_is_a_rule() -> None:
     doc = Document(
         page_content="whatever",
-        metadata={"rule_id": "X1", "rule_name": "n", "condition": "c", "action": "a", "category_tags": "t1,t2",
-                  "tag_verdict": "YES", "source": "chroma"},
+        metadata={
+            "rule_id": "X1",
+            "rule_name": "n",
+            "condition": "c",
+            "action": "a",
+            "category_tags": "t1,t2",
+            "tag_verdict": "YES",
+            "source": "chroma",
+        },
     )
     rule = Rule.from_document(doc)
     assert rule.rule_id == "X1" and rule.category_tags == ["t1", "t2"]
@@ -107,7 +114,12 @@ def test_rule_documents_store_in_chroma_and_come_back(rules: list[Rule]) -> None
     full = _full_rule()
     store = in_memory_chroma([r.to_document() for r in rules + [full]], HashingEmbeddings())
     got = store.get(include=["documents", "metadatas"])
-    back = {Rule.from_document(Document(page_content=d, metadata=m)).rule_id: Rule.from_document(Document(page_content=d, metadata=m)) for d, m in zip(got["documents"], got["metadatas"])}
+    back = {
+        Rule.from_document(Document(page_content=d, metadata=m)).rule_id: Rule.from_document(
+            Document(page_content=d, metadata=m)
+        )
+        for d, m in zip(got["documents"], got["metadatas"], strict=True)
+    }
     assert back["R-009"] == full
     assert back["R-003"] == rules[2]
 

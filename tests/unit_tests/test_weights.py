@@ -17,9 +17,7 @@ from langchain_tag.weights import GGUF_MODELS, GGUFSpec, WeightsError, ensure_gg
 PREFIX = "lct_fake_weights_part"
 
 
-def _make_parts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int, *, skip: tuple[int, ...] = ()
-) -> bytes:
+def _make_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int, *, skip: tuple[int, ...] = ()) -> bytes:
     """Install fake part modules ``lct_fake_weights_part1..count``; return the joined bytes."""
     data_dir = tmp_path / "parts"
     data_dir.mkdir(exist_ok=True)
@@ -67,9 +65,7 @@ def test_joins_parts_in_numeric_order(tmp_path: Path, monkeypatch: pytest.Monkey
     assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.gguf", "tiny.gguf.sha256"]
 
 
-def test_second_call_is_instant_and_does_not_rehash(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_second_call_is_instant_and_does_not_rehash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = _make_parts(tmp_path, monkeypatch, 3)
     spec = _spec(joined, 3)
     first = ensure_gguf_spec(spec, tmp_path)
@@ -83,9 +79,7 @@ def test_second_call_is_instant_and_does_not_rehash(
     assert ensure_gguf_spec(spec, tmp_path) == first
 
 
-def test_missing_parts_name_packages_and_pip_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_parts_name_packages_and_pip_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = _make_parts(tmp_path, monkeypatch, 4, skip=(2, 4))
     spec = _spec(joined, 4)
     with pytest.raises(WeightsError) as info:
@@ -97,9 +91,7 @@ def test_missing_parts_name_packages_and_pip_line(
     assert not (tmp_path / "cache" / "tiny.gguf").exists()
 
 
-def test_hash_mismatch_reports_both_hashes_and_deletes_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_hash_mismatch_reports_both_hashes_and_deletes_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = _make_parts(tmp_path, monkeypatch, 3)
     spec = _spec(joined, 3, sha256="0" * 64)
     cache = tmp_path / "cache"
@@ -112,9 +104,7 @@ def test_hash_mismatch_reports_both_hashes_and_deletes_file(
     assert list(cache.iterdir()) == []  # neither the bad file nor a temp file remains
 
 
-def test_parts_of_wrong_total_size_fail_before_joining(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_parts_of_wrong_total_size_fail_before_joining(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = _make_parts(tmp_path, monkeypatch, 2)
     spec = _spec(joined, 2, size=len(joined) + 1)
     with pytest.raises(WeightsError, match="add up to"):
@@ -122,9 +112,7 @@ def test_parts_of_wrong_total_size_fail_before_joining(
     assert not (tmp_path / "cache").exists()
 
 
-def test_existing_file_without_sidecar_is_verified_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_existing_file_without_sidecar_is_verified_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = b"already assembled elsewhere"
     spec = _spec(joined, 3)  # no part modules installed at all
     target = tmp_path / "tiny.gguf"
@@ -133,9 +121,7 @@ def test_existing_file_without_sidecar_is_verified_once(
     assert (tmp_path / "tiny.gguf.sha256").is_file()
 
 
-def test_changed_file_is_rebuilt_from_parts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_changed_file_is_rebuilt_from_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = _make_parts(tmp_path, monkeypatch, 3)
     spec = _spec(joined, 3)
     path = ensure_gguf_spec(spec, tmp_path)
@@ -146,9 +132,7 @@ def test_changed_file_is_rebuilt_from_parts(
     assert ensure_gguf_spec(spec, tmp_path).read_bytes() == joined
 
 
-def test_ensure_gguf_uses_table_and_cache_dir_env(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ensure_gguf_uses_table_and_cache_dir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = _make_parts(tmp_path, monkeypatch, 2)
     monkeypatch.setitem(GGUF_MODELS, "1.5b", _spec(joined, 2))
     monkeypatch.setenv(weights.CACHE_DIR_ENV, str(tmp_path / "envcache"))
@@ -158,7 +142,7 @@ def test_ensure_gguf_uses_table_and_cache_dir_env(
 
 
 def test_unknown_size_is_rejected() -> None:
-    with pytest.raises(ValueError, match="0.5b, 1.5b"):
+    with pytest.raises(ValueError, match=r"0\.5b, 1\.5b"):
         ensure_gguf("7b")
 
 

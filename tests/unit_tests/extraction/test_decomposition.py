@@ -11,7 +11,12 @@ SPANS = [
 
 def test_units_keep_verbatim_original_text_from_the_span() -> None:
     raw = [
-        {"source_span_id": "S-001", "text": "Indent with spaces, not tabs.", "original_text": "PARAPHRASED", "was_split": True},
+        {
+            "source_span_id": "S-001",
+            "text": "Indent with spaces, not tabs.",
+            "original_text": "PARAPHRASED",
+            "was_split": True,
+        },
         {"source_span_id": "S-001", "text": "Limit lines to 79 characters.", "was_split": True},
         {"source_span_id": "S-002", "text": "Avoid wildcard imports."},
     ]
@@ -22,7 +27,9 @@ def test_units_keep_verbatim_original_text_from_the_span() -> None:
 
 def test_skipped_span_becomes_one_unsplit_unit() -> None:
     notes: list[str] = []
-    units = collect_units(SPANS, [{"source_span_id": "S-001", "text": "x"}, {"source_span_id": "S-404", "text": "y"}], notes=notes)
+    units = collect_units(
+        SPANS, [{"source_span_id": "S-001", "text": "x"}, {"source_span_id": "S-404", "text": "y"}], notes=notes
+    )
     assert [u.span_id for u in units] == ["S-001", "S-002"]
     assert units[1].text == SPANS[1].text
     assert any("S-404" in n for n in notes) and any("S-002 got no unit" in n for n in notes)

@@ -11,8 +11,13 @@ UNITS = [
 
 def test_rules_are_matched_to_units_and_fields_checked() -> None:
     raw = [
-        {"atomic_id": "A-002", "rule_name": "four space indent", "condition": "a line is indented with tabs",
-         "action": "indent with four spaces", "category_tags": "Indentation, whitespace, layout, extra"},
+        {
+            "atomic_id": "A-002",
+            "rule_name": "four space indent",
+            "condition": "a line is indented with tabs",
+            "action": "indent with four spaces",
+            "category_tags": "Indentation, whitespace, layout, extra",
+        },
         {"atomic_id": "A-001", "rule_name": "no wildcard", "condition": "", "action": "x"},
     ]
     notes: list[str] = []
@@ -24,7 +29,9 @@ def test_rules_are_matched_to_units_and_fields_checked() -> None:
 
 
 def test_model_supplied_source_text_is_ignored() -> None:
-    raw = [{"atomic_id": "A-001", "rule_name": "n", "condition": "c", "action": "a", "source_text": "Paraphrase of it."}]
+    raw = [
+        {"atomic_id": "A-001", "rule_name": "n", "condition": "c", "action": "a", "source_text": "Paraphrase of it."}
+    ]
     found, _ = collect_rules(UNITS, raw, notes=[])
     assert found[0][1]["source_text"] == "Wildcard imports should be avoided."
 

@@ -9,14 +9,22 @@ SECTION = Section("d#1", "d", "Layout", DOC[10:], 10)
 
 def test_exact_span_gets_document_offsets() -> None:
     notes: list[str] = []
-    (start, end, kind, _), = locate_spans(SECTION, [{"span_id": "S-1", "text": "Use four spaces per indentation level.", "normative_type": "requirement"}], notes=notes)
+    ((start, end, kind, _),) = locate_spans(
+        SECTION,
+        [{"span_id": "S-1", "text": "Use four spaces per indentation level.", "normative_type": "requirement"}],
+        notes=notes,
+    )
     assert DOC[start:end] == "Use four spaces per indentation level." and kind == "requirement"
     assert notes == []
 
 
 def test_near_verbatim_span_is_snapped_to_the_source() -> None:
     notes: list[str] = []
-    found = locate_spans(SECTION, [{"span_id": "S-1", "text": "Limit all lines to a maximum of 79 chars.", "normative_type": "rule"}], notes=notes)
+    found = locate_spans(
+        SECTION,
+        [{"span_id": "S-1", "text": "Limit all lines to a maximum of 79 chars.", "normative_type": "rule"}],
+        notes=notes,
+    )
     assert len(found) == 1
     start, end, kind, _ = found[0]
     assert DOC[start:end].startswith("Limit all lines to a maximum of 79")
@@ -25,7 +33,11 @@ def test_near_verbatim_span_is_snapped_to_the_source() -> None:
 
 def test_invented_span_is_dropped_and_noted() -> None:
     notes: list[str] = []
-    found = locate_spans(SECTION, [{"span_id": "S-9", "text": "Functions must have type hints on every argument."}, {"text": ""}], notes=notes)
+    found = locate_spans(
+        SECTION,
+        [{"span_id": "S-9", "text": "Functions must have type hints on every argument."}, {"text": ""}],
+        notes=notes,
+    )
     assert found == [] and len(notes) == 2 and "not in the section" in notes[0]
 
 

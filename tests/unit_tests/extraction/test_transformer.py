@@ -66,7 +66,11 @@ def test_each_phase_can_be_switched_off(skip: set[int]) -> None:
     llm = fake_extractor()
     transformer = RuleDocumentTransformer(llm, skip_phases=skip)
     rules = transformer.extract([_doc(ABLATION_POLICY)]).rules
-    asked = {key for key in ('{"spans"', '{"units"', '{"rules"', '{"pairs"') if any(f"Return {key}" in p for p in llm.prompts)}
+    asked = {
+        key
+        for key in ('{"spans"', '{"units"', '{"rules"', '{"pairs"')
+        if any(f"Return {key}" in p for p in llm.prompts)
+    }
     phase_key = {1: '{"spans"', 2: '{"units"', 3: '{"rules"', 4: '{"pairs"'}
     for phase, key in phase_key.items():
         assert (key in asked) == (phase not in skip)
@@ -124,10 +128,22 @@ def test_truncated_json_is_repaired() -> None:
 def test_paraphrased_span_is_snapped_and_invented_span_is_dropped() -> None:
     def respond(text: str) -> str:
         if 'Return {"spans"' in text and "Refunds must" in text:
-            return json.dumps({"spans": [
-                {"span_id": "S-001", "text": "Refunds must be requested within 30 days of the purchase.", "normative_type": "requirement"},
-                {"span_id": "S-002", "text": "Managers may approve refunds of any size at any time.", "normative_type": "permission"},
-            ]})
+            return json.dumps(
+                {
+                    "spans": [
+                        {
+                            "span_id": "S-001",
+                            "text": "Refunds must be requested within 30 days of the purchase.",
+                            "normative_type": "requirement",
+                        },
+                        {
+                            "span_id": "S-002",
+                            "text": "Managers may approve refunds of any size at any time.",
+                            "normative_type": "permission",
+                        },
+                    ]
+                }
+            )
         return _fake_extraction_reply(text)
 
     result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
@@ -183,5 +199,7 @@ def test_concurrency_is_bounded() -> None:
 
 
 def test_documents_keep_distinct_ids() -> None:
-    result = RuleDocumentTransformer(fake_extractor(), skip_phases={4}).extract([_doc(doc_id="same"), _doc(doc_id="same")])
+    result = RuleDocumentTransformer(fake_extractor(), skip_phases={4}).extract(
+        [_doc(doc_id="same"), _doc(doc_id="same")]
+    )
     assert {r.document_id for r in result.rules} == {"same", "same#2"}

@@ -31,7 +31,11 @@ def test_unrelated_source_is_not_found() -> None:
 
 
 def test_verify_drops_unfaithful_and_records_offsets() -> None:
-    rules = [_rule(1, "Code should be indented with four spaces per level."), _rule(2, "Use type hints everywhere you can, always."), _rule(3, "x", doc="other")]
+    rules = [
+        _rule(1, "Code should be indented with four spaces per level."),
+        _rule(2, "Use type hints everywhere you can, always."),
+        _rule(3, "x", doc="other"),
+    ]
     kept, dropped = verify_faithfulness(rules, {"d": DOC})
     assert [r.rule_id for r in kept] == ["R-1"]
     assert DOC[kept[0].source_start : kept[0].source_end] == rules[0].source_text and kept[0].faithfulness == 1.0
