@@ -28,7 +28,7 @@ from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, rules_to_documents, save_rules
 from langchain_tag.similarity import similarity_retriever
 
-__all__ = ["DEMO_INPUTS", "DemoRow", "demo_policy", "render_row", "run_demo"]
+__all__ = ["DEMO_INPUTS", "DemoRow", "demo_policy", "demo_transformer", "render_row", "run_demo"]
 
 DEMO_DOMAIN = "Python code review policy"
 DEMO_TASK_INPUT = "a snippet of Python code submitted for review"
@@ -61,6 +61,13 @@ def demo_policy() -> Document:
     return Document(page_content=text, id="demo_policy.md", metadata={"source": "demo_policy.md"})
 
 
+def demo_transformer(extractor: BaseChatModel) -> RuleDocumentTransformer:
+    """The extraction settings of the demo (one statement per phase-3 call suits small local models)."""
+    return RuleDocumentTransformer(
+        extractor, domain=DEMO_DOMAIN, task_input=DEMO_TASK_INPUT, max_concurrency=1, units_per_call=1
+    )
+
+
 def _model_key(llm: BaseChatModel) -> str:
     name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
     return str(name)
@@ -82,10 +89,7 @@ def _rules(
         _log(log, start, f"loaded {len(rules)} rules extracted earlier ({cached}); --refresh re-extracts")
         return rules
     _log(log, start, "extracting rules from the demo policy (5 phases; about 2 minutes on 2 CPU cores)")
-    transformer = RuleDocumentTransformer(
-        extractor, domain=DEMO_DOMAIN, task_input=DEMO_TASK_INPUT, max_concurrency=1, units_per_call=1
-    )
-    result = transformer.extract([policy])
+    result = demo_transformer(extractor).extract([policy])
     _log(log, start, "extraction done: " + result.report.summary().replace("\n", "; "))
     if cached and result.rules:
         save_rules(result.rules, cached)

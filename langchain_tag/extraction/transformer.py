@@ -215,14 +215,10 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
 
         merged_away: list[Rule] = []
         if 4 not in self.skip_phases:
-            groups = tag_groups(rules)
-            raw = yield dedup_calls(groups, domain=self.domain), "phase 4: dedup"
-            relations = [rel for g, r in zip(groups, raw, strict=True) for rel in collect_relations(g, r, notes=notes)]
-            outcome = apply_relations(rules, relations)
+            outcome = yield from self._phase4(rules, notes)
             merged_away = [r for r in rules if r.rule_id in outcome.merged]
             rules = outcome.rules
             report.merged, report.conflicts, report.reviews = outcome.merged, outcome.conflicts, outcome.reviews
-
         if 5 not in self.skip_phases:
             rules = yield from self._phase5(rules, merged_away, spans, units, span_by_id, texts, report, notes)
         counts["rules"] = len(rules)
@@ -311,6 +307,12 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
                 )
             )
         return rules
+
+    def _phase4(self, rules: list[Rule], notes: list[str]) -> _Step:
+        groups = tag_groups(rules)
+        raw = yield dedup_calls(groups, domain=self.domain), "phase 4: dedup"
+        relations = [rel for g, r in zip(groups, raw, strict=True) for rel in collect_relations(g, r, notes=notes)]
+        return apply_relations(rules, relations)
 
     def _phase5(
         self,
