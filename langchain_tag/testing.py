@@ -26,7 +26,15 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 from typing_extensions import override
 
-__all__ = ["FakeChatModel", "HashingEmbeddings", "fake_extractor", "fake_judge", "judged_rule_id", "prompt_text"]
+__all__ = [
+    "FakeChatModel",
+    "HashingEmbeddings",
+    "fake_extraction_reply",
+    "fake_extractor",
+    "fake_judge",
+    "judged_rule_id",
+    "prompt_text",
+]
 
 Reply = str | tuple[str, float] | BaseException
 
@@ -220,7 +228,7 @@ _NORMATIVE = re.compile(r"\b(must|should|never|avoid|prefer|do not|don't|always|
 _SENTENCE = re.compile(r"[^.!?]+[.!?]")
 
 
-def _fake_extraction_reply(text: str) -> str:
+def fake_extraction_reply(text: str) -> str:
     """Deterministic extraction replies keyed on the JSON each phase asks for."""
     import json
 
@@ -296,4 +304,4 @@ def fake_extractor(**kwargs: Any) -> FakeChatModel:
     phase 3 writes a rule whose action is the sentence; phase 4 merges exact
     duplicates. Replies are a function of the prompt alone.
     """
-    return FakeChatModel(respond=_fake_extraction_reply, **kwargs)
+    return FakeChatModel(respond=fake_extraction_reply, **kwargs)

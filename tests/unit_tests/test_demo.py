@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from langchain_tag.demo import DEMO_INPUTS, demo_policy, run_demo
-from langchain_tag.testing import FakeChatModel, HashingEmbeddings, _fake_extraction_reply
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extraction_reply
 
 
 def _judge_reply(text: str) -> tuple[str, float] | str:
@@ -19,7 +19,7 @@ def _judge_reply(text: str) -> tuple[str, float] | str:
 def _models() -> dict:
     return {
         "judge": FakeChatModel(respond=_judge_reply, with_logprobs=True),
-        "extractor": FakeChatModel(respond=_fake_extraction_reply),
+        "extractor": FakeChatModel(respond=fake_extraction_reply),
         "executor": FakeChatModel(respond=lambda text: "REVISED CODE"),
         "embeddings": HashingEmbeddings(),
     }

@@ -5,7 +5,7 @@ from langchain_core.documents import Document
 
 from langchain_tag.graph import build_tag_graph
 from langchain_tag.rules import Rule
-from langchain_tag.testing import FakeChatModel, HashingEmbeddings, _fake_extraction_reply, fake_judge, judged_rule_id
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extraction_reply, fake_judge, judged_rule_id
 
 SOURCE = Document(
     page_content=(
@@ -95,7 +95,7 @@ def test_extract_node_runs_once_when_no_rules_are_given() -> None:
         if "RULE:\n" in text:
             return "YES" if "wildcard" in text.split("RULE:")[1].lower() else "NO"
         if 'Return {"' in text:
-            return _fake_extraction_reply(text)
+            return fake_extraction_reply(text)
         return "DONE"
 
     llm = FakeChatModel(respond=respond)

@@ -8,7 +8,7 @@ from langchain_core.documents import Document
 
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.rules import Rule
-from langchain_tag.testing import FakeChatModel, _fake_extraction_reply, fake_extractor
+from langchain_tag.testing import FakeChatModel, fake_extraction_reply, fake_extractor
 
 POLICY = """Refund policy
 =============
@@ -118,7 +118,7 @@ def test_garbage_in_every_phase_never_raises_and_is_reported() -> None:
 
 def test_truncated_json_is_repaired() -> None:
     def respond(text: str) -> str:
-        reply = _fake_extraction_reply(text)
+        reply = fake_extraction_reply(text)
         return reply[:-3] if 'Return {"rules"' in text else reply  # cut off mid-array
 
     result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
@@ -144,7 +144,7 @@ def test_paraphrased_span_is_snapped_and_invented_span_is_dropped() -> None:
                     ]
                 }
             )
-        return _fake_extraction_reply(text)
+        return fake_extraction_reply(text)
 
     result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
     first = result.spans[0]
@@ -158,7 +158,7 @@ def test_uncovered_span_is_re_extracted_once_in_phase5() -> None:
     lock = threading.Lock()
 
     def respond(text: str) -> str:
-        reply = _fake_extraction_reply(text)
+        reply = fake_extraction_reply(text)
         if 'Return {"rules"' not in text:
             return reply
         kept = []
@@ -181,7 +181,7 @@ def test_uncovered_span_is_re_extracted_once_in_phase5() -> None:
 
 def test_span_still_uncovered_after_the_pass_is_reported() -> None:
     def respond(text: str) -> str:
-        reply = _fake_extraction_reply(text)
+        reply = fake_extraction_reply(text)
         if 'Return {"rules"' not in text:
             return reply
         return json.dumps({"rules": [r for r in json.loads(reply)["rules"] if "twice" not in r["action"]]})
