@@ -1,4 +1,4 @@
-"""The ``langchain-tag`` command line: extract, match, run, demo.
+"""The ``langchain-tag`` command line: extract, match, run, demo, bench.
 
 Models come from :mod:`langchain_tag.models`, configured by environment
 variables (``LANGCHAIN_TAG_PROVIDER``, ``LANGCHAIN_TAG_BASE_URL``, ...): the
@@ -185,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh", action="store_true", help="re-extract the rules even if cached")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the rule cache")
     p.set_defaults(func=_cmd_demo)
+
+    from langchain_tag.bench.command import add_bench_parser
+
+    add_bench_parser(sub)
     return parser
 
 

@@ -25,11 +25,13 @@ __all__ = [
     "EXECUTOR_PROMPTS",
     "EXTRACTION_PROMPT_VERSION",
     "JUDGE_PROMPTS",
+    "NPOV_JUDGE_PROMPT_VERSION",
     "ExecutorPrompt",
     "JudgePrompt",
     "VerdictFormat",
     "decomposition_messages",
     "dedup_messages",
+    "npov_judge_messages",
     "operationalisation_messages",
     "span_detection_messages",
 ]
@@ -251,6 +253,17 @@ _NBA_SYSTEM = """You decide whether one NBA collective bargaining agreement rule
 - Among near-identical rules, accept only the one whose boundary (years of service, length, amount) the scenario's facts support.
 When in doubt, the rule does not apply."""
 
+_PASSAGE_SYSTEM = """You check whether a passage of guidance governs an input: whether the input is a case the passage's instructions are about, as the input is written.
+Answer NO if the passage is only about a related topic, or if telling would need facts the input does not give (never assume or invent them).
+Answer with one word."""
+
+
+def _render_passage(rule: Rule) -> str:
+    # Chunks judged pairwise (the chunks + applicability ablation cell) carry
+    # their text as the condition; there is no separate name or action.
+    return f"Passage ({rule.rule_id}):\n{rule.condition}"
+
+
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "applicability": JudgePrompt(
         name="applicability",
@@ -268,6 +281,14 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
         question="Is the RULE relevant to the INPUT?",
         json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
         shows_action=True,
+    ),
+    "passage": JudgePrompt(
+        name="passage",
+        version="judge-passage-v1",
+        system=_PASSAGE_SYSTEM,
+        render_rule=_render_passage,
+        question="Is the INPUT a case this passage's guidance is about?",
+        json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
     ),
     "nba": JudgePrompt(
         name="nba",
@@ -388,3 +409,51 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
         none_text="No agreement text is given; use your knowledge of the NBA collective bargaining agreement.",
     ),
 }
+
+
+# --------------------------------------------------------------------------
+# Benchmark scoring: the NPOV rewrite judge.
+# --------------------------------------------------------------------------
+NPOV_JUDGE_PROMPT_VERSION = "judge-npov-rewrite-v1"
+
+_NPOV_JUDGE_SYSTEM = (
+    """You grade an edit of one encyclopedia sentence. The original sentence breaks a neutral point of view policy in the way described; the rewrite is an attempt to fix it.
+Give four integer scores from 1 (worst) to 5 (best):
+- remediation: how completely the described violation is gone from the rewrite;
+- preservation: how much of the original's factual content the rewrite keeps, without adding facts, sources or claims;
+- tone: how neutral and encyclopedic the rewrite reads;
+- fluency: how grammatical and natural the rewrite is.
+Set violation_fixed to true only if the described violation is fully removed from the rewrite.
+"""
+    + _JSON_ONLY
+)
+
+_NPOV_JUDGE_USER = """ORIGINAL:
+<<<
+{sentence}
+>>>
+
+VIOLATION: {violation}
+
+REWRITE:
+<<<
+{rewrite}
+>>>
+
+Return {{"violation_fixed": true|false, "remediation": 1-5, "preservation": 1-5, "tone": 1-5, "fluency": 1-5, "reason": "<one sentence>"}}."""
+
+
+def npov_judge_messages(*, sentence: str, violation: str, rewrite: str) -> list[BaseMessage]:
+    """NPOV benchmark: ask a judge to score one rewrite of a biased sentence.
+
+    The fixed instructions come first, then the original sentence, the
+    description of its violation and the rewrite. The reply asked for is one
+    JSON object with ``violation_fixed`` and four 1-5 scores.
+
+    Args:
+        sentence: The original (biased) sentence.
+        violation: What is wrong with it, in one sentence.
+        rewrite: The executor's rewrite.
+    """
+    user = _NPOV_JUDGE_USER.format(sentence=sentence.strip(), violation=violation.strip(), rewrite=rewrite.strip())
+    return [SystemMessage(_NPOV_JUDGE_SYSTEM), HumanMessage(user)]

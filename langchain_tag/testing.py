@@ -156,7 +156,11 @@ class FakeChatModel(BaseChatModel):
             self._leave()
 
 
-_RULE_ID_PATTERNS = (re.compile(r'^\(rule (\S+), "', re.MULTILINE), re.compile(r"^RULE:\n(\S+): ", re.MULTILINE))
+_RULE_ID_PATTERNS = (
+    re.compile(r'^\(rule (\S+), "', re.MULTILINE),
+    re.compile(r"^RULE:\n(\S+): ", re.MULTILINE),
+    re.compile(r"^RULE:\nPassage \((\S+)\):", re.MULTILINE),
+)
 
 
 def judged_rule_id(prompt: str) -> str | None:

@@ -26,6 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from langchain_tag.bench.data import BenchDataError
 from langchain_tag.bench.metrics import NbaVerdict
 from langchain_tag.rules import Rule
 
@@ -73,7 +74,7 @@ _RULE_NAME_WORDS = 8
 _CONNECTIVES = frozenset({"and", "or", "in", "of", "to", "for", "at", "with"})
 
 
-class NbaDataError(FileNotFoundError):
+class NbaDataError(BenchDataError, FileNotFoundError):
     """The NBA data directory or one of its files is missing or malformed."""
 
 
