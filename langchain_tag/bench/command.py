@@ -76,6 +76,18 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--cases", help="npov: cases file (JSONL or CSV with sentence, violation); required")
     p.add_argument("--policy", help="npov: the policy document to extract rules from; required")
     p.add_argument("--predicate", choices=("applicability", "nba"), default="applicability", help="TAG judge prompt")
+    p.add_argument(
+        "--query",
+        choices=("text", "lines", "operations"),
+        default="text",
+        help="nba: what similarity search queries with",
+    )
+    p.add_argument(
+        "--rule-text",
+        choices=("document", "condition"),
+        default="document",
+        help="what rule similarity embeds per rule",
+    )
     p.add_argument("--threshold", type=float, default=0.5, help="P(YES) needed for YES (default 0.5)")
     p.add_argument("--max-concurrency", type=_positive, default=1, help="judgments in flight (default 1)")
     p.add_argument("--variants", type=int, default=2, help="pep8: broken variants per snippet (default 2)")
@@ -128,6 +140,8 @@ def _task(args: argparse.Namespace, cache_dir: Path | None) -> Any:
             extractor=extractor,
             cache_dir=cache_dir,
             judge_predicate=args.predicate,
+            query=args.query,
+            rule_text=args.rule_text,
         )
     if args.domain == "code":
         return tasks.code_task(
@@ -155,6 +169,17 @@ def _task(args: argparse.Namespace, cache_dir: Path | None) -> Any:
     return tasks.pep8_task(_data(args.data, "humaneval/HumanEval.jsonl.gz"), limit=args.limit, variants=args.variants)
 
 
+def _log_record(record: dict[str, Any]) -> None:
+    # Without a terminal (a log file, CI) progress is one line per finished item.
+    parts = [f"{record['method']} {record['key']}", f"units={record['n_units']}"]
+    if "retrieval_scores" in record and record["retrieval_scores"]["recall"] is not None:
+        parts.append(f"recall={record['retrieval_scores']['recall']:.2f}")
+    scores = record.get("scores") or {}
+    parts += [f"{k}={v}" for k, v in scores.items() if isinstance(v, (bool, int, float)) and k != "seconds"][:4]
+    parts.append(f"{record['seconds']:.1f}s")
+    print("  ".join(parts), file=sys.stderr, flush=True)
+
+
 def run_bench_command(args: argparse.Namespace) -> int:
     """Run the ``bench`` sub-command; prints the table to stdout and file paths to stderr."""
     from langchain_tag.bench.methods import parse_methods
@@ -173,6 +198,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     if any(m.judged for m in methods):
         judge = get_chat_model(model_config_for(args.judge_llm or args.llm), role="judge")
     llm = None if retrieval_only else get_chat_model(model_config_for(args.llm), role="executor")
+    tty = sys.stderr.isatty()
     run = run_benchmark(
         task,
         methods,
@@ -182,7 +208,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
         retrieval_only=retrieval_only,
         threshold=args.threshold,
         max_concurrency=args.max_concurrency,
-        show_progress=True if sys.stderr.isatty() else None,
+        show_progress=tty,
+        on_record=None if tty else _log_record,
     )
     print(write_report(run))
     stem = "retrieval" if retrieval_only else "results"

@@ -1,4 +1,4 @@
-"""The RuleArena NBA benchmark: problems, the rule catalog, and retrieval runs.
+"""The RuleArena NBA benchmark: problems and the rule catalog.
 
 The data is read from a directory the caller passes (it is never bundled):
 
@@ -16,15 +16,10 @@ Retrieval is scored against the gold ids directly (see
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
 
 from langchain_tag.bench.data import BenchDataError
 from langchain_tag.bench.metrics import NbaVerdict
@@ -32,23 +27,19 @@ from langchain_tag.rules import Rule
 
 __all__ = [
     "CATALOG_FILE",
-    "DEFAULT_KS",
     "LEVELS",
     "QUERY_MODES",
     "RULE_TEXTS",
     "GoldCoverage",
-    "JudgeRun",
     "NbaDataError",
     "NbaProblem",
     "catalog_rules",
     "gold_coverage",
     "gold_in_catalog",
-    "judge_retrieval",
     "load_problems",
     "problem_text",
     "query_text",
     "rule_name_from_id",
-    "similarity_topk",
     "tags_from_id",
 ]
 
@@ -58,9 +49,6 @@ LEVELS: tuple[int, ...] = (0, 1, 2)
 CATALOG_FILE = "rule_catalog_from_micro_evaluation.json"
 """File name of the rule catalog inside the data directory."""
 
-DEFAULT_KS: tuple[int, ...] = (5, 10, 15, 20)
-"""Cut-offs reported for similarity top-k retrieval."""
-
 CATALOG_DOCUMENT_ID = "rulearena-nba-catalog"
 """``document_id`` given to catalog rules."""
 
@@ -68,7 +56,8 @@ QUERY_MODES: tuple[str, ...] = ("text", "lines", "operations")
 """Similarity queries: the titled scenario text, its lines without titles, or the operations only."""
 
 RULE_TEXTS: tuple[str, ...] = ("document", "condition")
-"""What similarity search embeds per rule: the rule document's text, or the condition alone."""
+"""What similarity search embeds per rule: the rule document's text, or the condition alone
+(see :class:`~langchain_tag.bench.task.BenchTask`)."""
 
 _RULE_NAME_WORDS = 8
 _CONNECTIVES = frozenset({"and", "or", "in", "of", "to", "for", "at", "with"})
@@ -353,147 +342,3 @@ def gold_coverage(problems: Iterable[NbaProblem], catalog_ids: Collection[str]) 
     return GoldCoverage(
         n_gold=n_gold, n_missing=n_missing, missing_ids=tuple(sorted(missing)), problems_affected=affected
     )
-
-
-# --------------------------------------------------------------------------
-# Retrieval runs.
-# --------------------------------------------------------------------------
-def similarity_topk(
-    problems: Sequence[NbaProblem],
-    rules: Sequence[Rule],
-    embeddings: Embeddings,
-    ks: Iterable[int] = DEFAULT_KS,
-    *,
-    query: str = "text",
-    rule_text: str = "document",
-) -> list[dict[int, tuple[str, ...]]]:
-    """Top-k rules by embedding similarity, with the problem text as the query.
-
-    One in-memory Chroma store holds the rule documents
-    (:meth:`Rule.to_document`); each problem is searched once at the largest
-    k and the smaller cut-offs are prefixes of that ranking.
-
-    Args:
-        problems: The problems.
-        rules: The rules to retrieve from.
-        embeddings: Embeddings for rules and queries.
-        ks: Cut-offs; a k above the number of rules returns every rule.
-        query: Query text mode, see :func:`query_text` (default: the whole
-            titled scenario).
-        rule_text: ``"document"`` embeds each rule document's text (name,
-            condition and action); ``"condition"`` embeds the condition alone
-            (for the NBA catalog, the rule's description). Metadata is the
-            same either way.
-
-    Returns:
-        For each problem (same order), ``{k: rule ids ranked most similar first}``.
-
-    Raises:
-        ValueError: When ``ks`` is empty or holds a k below 1, or on an
-            unknown ``query`` or ``rule_text``.
-    """
-    from langchain_tag.similarity import in_memory_chroma
-
-    cutoffs = sorted(set(ks))
-    if not cutoffs or cutoffs[0] < 1:
-        raise ValueError(f"ks must be positive cut-offs, got {cutoffs}")
-    if query not in QUERY_MODES:
-        raise ValueError(f"unknown query mode {query!r}; choose one of: {', '.join(QUERY_MODES)}")
-    if rule_text not in RULE_TEXTS:
-        raise ValueError(f"unknown rule_text {rule_text!r}; choose one of: {', '.join(RULE_TEXTS)}")
-    if not rules:
-        return [{k: () for k in cutoffs} for _ in problems]
-    store = in_memory_chroma([_rule_document(rule, rule_text) for rule in rules], embeddings)
-    depth = min(cutoffs[-1], len(rules))
-    out: list[dict[int, tuple[str, ...]]] = []
-    for problem in problems:
-        found = store.similarity_search(query_text(problem, query), k=depth)
-        ranked = tuple(str(doc.metadata["rule_id"]) for doc in found)
-        out.append({k: ranked[:k] for k in cutoffs})
-    return out
-
-
-def _rule_document(rule: Rule, rule_text: str) -> Document:
-    document = rule.to_document()
-    if rule_text == "condition":
-        document.page_content = rule.condition
-    return document
-
-
-@dataclass(frozen=True)
-class JudgeRun:
-    """Pairwise-judge retrieval for one problem.
-
-    Attributes:
-        matched: Rule ids judged YES, highest P(YES) first.
-        calls: LLM calls made (retries included).
-        prompt_tokens: Prompt tokens reported by the model.
-        completion_tokens: Completion tokens reported by the model.
-        seconds: Wall time of the problem's judgments.
-        failed: Rule ids whose judgment failed and was counted as NO.
-        probabilities: P(YES) per judged rule id, in rule order, where the
-            model gave logprobs (``None`` otherwise); lets a threshold be
-            swept without new calls.
-    """
-
-    matched: tuple[str, ...]
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    failed: tuple[str, ...] = ()
-    probabilities: dict[str, float | None] = field(default_factory=dict)
-
-
-def judge_retrieval(
-    problems: Sequence[NbaProblem],
-    rules: Sequence[Rule],
-    llm: BaseChatModel,
-    *,
-    predicate: str = "applicability",
-    threshold: float = 0.5,
-    max_concurrency: int = 2,
-    on_result: Callable[[NbaProblem, JudgeRun], None] | None = None,
-) -> list[JudgeRun]:
-    """Retrieve rules by judging every (problem, rule) pair.
-
-    Args:
-        problems: The problems.
-        rules: The rules to judge.
-        llm: The judge model.
-        predicate: Judge prompt: ``"applicability"`` (TAG), ``"relevance"``
-            (baseline) or ``"nba"``.
-        threshold: P(YES) needed for YES when the model returns logprobs.
-        max_concurrency: Most judgments in flight at once.
-        on_result: Called after each problem, e.g. to report progress or
-            save results as they come.
-
-    Returns:
-        One :class:`JudgeRun` per problem, same order.
-    """
-    from langchain_tag.retrievers import ApplicabilityRetriever
-
-    retriever = ApplicabilityRetriever(
-        llm=llm,
-        rules=[rule.to_document() for rule in rules],
-        predicate=predicate,
-        threshold=threshold,
-        max_concurrency=max_concurrency,
-    )
-    runs: list[JudgeRun] = []
-    for problem in problems:
-        start = time.perf_counter()
-        result = retriever.match(problem.text)
-        run = JudgeRun(
-            matched=tuple(j.rule_id for j in result.matched),
-            calls=result.calls,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            seconds=time.perf_counter() - start,
-            failed=tuple(j.rule_id for j in result.failed),
-            probabilities={j.rule_id: j.probability for j in result.judgments},
-        )
-        runs.append(run)
-        if on_result is not None:
-            on_result(problem, run)
-    return runs

@@ -154,6 +154,9 @@ class _Selector:
             else:
                 docs = [rule.to_document() for rule in self.rules()]
                 by_id = {str(d.metadata["rule_id"]): d for d in docs}
+                if self.task.rule_text == "condition":
+                    condition = {r.rule_id: r.condition for r in self.rules()}
+                    docs = [Document(page_content=condition[i], metadata=d.metadata) for i, d in by_id.items()]
             self._stores[(units, None)] = (in_memory_chroma(docs, self.embeddings()), by_id)
         return self._stores[(units, None)]
 
@@ -190,7 +193,9 @@ class _Selector:
             if (method.units, item.key) not in self._rankings:
                 store, by_id = self._store(method.units)
                 id_key = "chunk_id" if method.units == "chunks" else "rule_id"
-                found = store.similarity_search(item.text, k=min(max(self.depth, method.k or 1), len(by_id)))
+                found = store.similarity_search(
+                    item.search_text or item.text, k=min(max(self.depth, method.k or 1), len(by_id))
+                )
                 self._rankings[(method.units, item.key)] = [by_id[str(d.metadata[id_key])] for d in found]
             docs = self._rankings[(method.units, item.key)][: method.k]
         else:
@@ -288,14 +293,17 @@ def run_benchmark(
         if not task.has_gold_rules:
             raise ValueError(f"{task.name} has no gold rule ids, so retrieval cannot be scored on its own")
         mapped: dict[str, Method] = {}
+        renamed: list[str] = []
         for method in methods:
             scored = method.for_retrieval_only()
             if scored is None:
                 notes.append(f"{method.name}: left out of the retrieval-only run (no rule ids to score)")
             else:
                 if scored is not method:
-                    notes.append(f"{method.name}: scored as {scored.name} (similarity over the rule set)")
+                    renamed.append(method.name)
                 mapped.setdefault(scored.name, scored)
+        if renamed:
+            notes.append(f"{', '.join(renamed)}: scored as rules + similarity (top-k over the rule set, not chunks)")
         methods = list(mapped.values())
     else:
         if task.executor_domain is None or task.score is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 
@@ -24,6 +24,9 @@ class BenchItem:
         gold_rules: Ids of the rules that govern the item, where known
             (retrieval is scored against them).
         payload: The domain's own record (problem, case), for the scorer.
+        search_text: What the similarity methods search with, when it
+            differs from ``text`` (the judge and the executor always see
+            ``text``).
     """
 
     key: str
@@ -31,6 +34,7 @@ class BenchItem:
     group: str = ""
     gold_rules: tuple[str, ...] | None = None
     payload: Any = field(default=None, compare=False, repr=False)
+    search_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,9 @@ class BenchTask:
         groups: Reporting groups in display order (besides the overall row).
         judge_predicate: Judge prompt of the TAG rows.
         rule_set: One line saying where the rules come from, for the report.
+        rule_text: What the rules + similarity rows embed per rule: the rule
+            document's text (``"document"``: name, condition, action) or the
+            condition alone (``"condition"``).
     """
 
     name: str
@@ -83,6 +90,7 @@ class BenchTask:
     groups: tuple[str, ...] = ()
     judge_predicate: str = "applicability"
     rule_set: str = ""
+    rule_text: Literal["document", "condition"] = "document"
 
     @property
     def has_gold_rules(self) -> bool:

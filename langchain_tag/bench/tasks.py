@@ -29,7 +29,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -179,6 +179,8 @@ def nba_task(
     extractor: ExtractorFactory | None = None,
     cache_dir: str | Path | None = None,
     judge_predicate: str = "applicability",
+    query: str = "text",
+    rule_text: Literal["document", "condition"] = "document",
 ) -> BenchTask:
     """RuleArena NBA: is some operation illegal, which one, and which team is at fault.
 
@@ -198,10 +200,16 @@ def nba_task(
         extractor: Extraction model factory, for the phase ablation.
         cache_dir: Extraction cache directory.
         judge_predicate: Judge prompt of the TAG rows (``applicability`` or ``nba``).
+        query: What similarity search uses as the query: ``"text"`` (the
+            titled scenario), ``"lines"`` (its lines without titles) or
+            ``"operations"`` (the operations alone); see
+            :func:`~langchain_tag.bench.nba.query_text`.
+        rule_text: What the rules + similarity rows embed per rule:
+            ``"document"`` or ``"condition"`` (the catalog description).
     """
     from langchain_tag.bench.data import BenchDataError
     from langchain_tag.bench.metrics import parse_nba_verdict, strict_correct
-    from langchain_tag.bench.nba import catalog_rules, gold_in_catalog, load_problems
+    from langchain_tag.bench.nba import catalog_rules, gold_in_catalog, load_problems, query_text
 
     data = Path(data_dir)
     levels = list(dict.fromkeys(levels))
@@ -226,6 +234,7 @@ def nba_task(
             group=f"L{p.level}",
             gold_rules=gold_in_catalog(p, catalog_ids) if rules_file is None else None,
             payload=p,
+            search_text=None if query == "text" else query_text(p, query),
         )
         for p in problems
     ]
@@ -267,6 +276,7 @@ def nba_task(
         groups=tuple(f"L{level}" for level in sorted(set(levels))),
         judge_predicate=judge_predicate,
         rule_set=str(rules_file) if rules_file else f"RuleArena catalog ({len(catalog)} rules)",
+        rule_text=rule_text,
     )
 
 

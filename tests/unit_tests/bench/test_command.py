@@ -54,6 +54,7 @@ def test_bench_nba_retrieval_only(nba_dir: Path, tmp_path: Path, fake_models: di
     assert fake_models["judge"].calls == 3 * 4  # 3 problems x 4 catalog rules
     assert (out / "retrieval.md").exists() and (out / "retrieval.png").exists()
     assert "6 new records" in printed.err
+    assert "tag L0-000  units=1  recall=1.00" in printed.err  # one progress line per item without a terminal
 
 
 def test_bench_nba_full_run_scores_strict_accuracy(nba_dir: Path, tmp_path: Path, fake_models: dict, capsys) -> None:  # noqa: F811

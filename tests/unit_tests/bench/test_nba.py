@@ -8,22 +8,18 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.bench.metrics import NbaVerdict, score_retrieval
+from langchain_tag.bench.metrics import NbaVerdict
 from langchain_tag.bench.nba import (
     CATALOG_FILE,
     NbaDataError,
-    NbaProblem,
     catalog_rules,
     gold_coverage,
     gold_in_catalog,
-    judge_retrieval,
     load_problems,
     query_text,
     rule_name_from_id,
-    similarity_topk,
     tags_from_id,
 )
-from langchain_tag.testing import HashingEmbeddings, fake_judge
 
 CATALOG = [
     {
@@ -199,86 +195,3 @@ def test_gold_in_catalog_and_coverage(data_dir: Path) -> None:
     coverage = gold_coverage(problems, ids)
     assert (coverage.n_gold, coverage.n_missing, coverage.problems_affected) == (2 + 2 + 1, 1, 1)
     assert coverage.missing_ids == ("missing_rule_variant",)
-
-
-# ---------------------------------------------------------------- retrieval
-def test_similarity_topk_with_hashing_embeddings(data_dir: Path) -> None:
-    problems = load_problems(data_dir)
-    rules = catalog_rules(data_dir)
-    ranked = similarity_topk(problems, rules, HashingEmbeddings(), ks=(1, 2, 10))
-    assert len(ranked) == len(problems)
-    for by_k in ranked:
-        assert sorted(by_k) == [1, 2, 10]
-        assert len(by_k[1]) == 1 and len(by_k[2]) == 2
-        assert len(by_k[10]) == len(rules)  # capped at the rule count
-        assert by_k[10][:2] == by_k[2] and by_k[2][:1] == by_k[1]
-        assert set(by_k[10]) == {r.rule_id for r in rules}
-    # Deterministic: the same run gives the same ranking.
-    assert similarity_topk(problems, rules, HashingEmbeddings(), ks=(1, 2, 10)) == ranked
-
-
-def test_similarity_ranks_the_word_overlapping_rule_first(data_dir: Path) -> None:
-    problems = load_problems(data_dir)
-    rules = catalog_rules(data_dir)
-    top = similarity_topk(
-        problems, rules, HashingEmbeddings(size=1024), ks=(1,), query="operations", rule_text="condition"
-    )
-    assert top[0][1] == ("stepien_rule_no_sell_or_no_consecutive_first_round_draft_pick_trade",)
-    assert top[1][1] == ("minimum_player_salary_exception",)
-
-
-def test_similarity_topk_rejects_bad_arguments(data_dir: Path) -> None:
-    problems = load_problems(data_dir)
-    rules = catalog_rules(data_dir)
-    with pytest.raises(ValueError, match="positive cut-offs"):
-        similarity_topk(problems, rules, HashingEmbeddings(), ks=(0, 5))
-    with pytest.raises(ValueError, match="rule_text"):
-        similarity_topk(problems, rules, HashingEmbeddings(), rule_text="name")
-    assert similarity_topk(problems, [], HashingEmbeddings(), ks=(5,)) == [{5: ()}] * 3
-
-
-def test_judge_retrieval_with_fake_judge(data_dir: Path) -> None:
-    problems = load_problems(data_dir)
-    rules = catalog_rules(data_dir)
-    yes = {"minimum_player_salary_exception", "sign_and_trade_3_to_4_year"}
-    llm = fake_judge(yes)
-    seen: list[str] = []
-
-    def on_result(problem: NbaProblem, run: Any) -> None:
-        seen.append(problem.key)
-
-    runs = judge_retrieval(problems, rules, llm, max_concurrency=2, on_result=on_result)
-    assert seen == [p.key for p in problems]
-    assert llm.calls == len(problems) * len(rules)
-    for run in runs:
-        assert set(run.matched) == yes
-        assert run.calls == len(rules)
-        assert run.prompt_tokens > 0 and run.completion_tokens == len(rules)
-        assert run.seconds >= 0.0 and run.failed == ()
-        assert list(run.probabilities) == [r.rule_id for r in rules]
-    # The minimum-salary problem: gold {minimum, salary cap}, matched {minimum, sign and trade}.
-    score = score_retrieval(runs[1].matched, problems[1].gold)
-    assert (score.recall, score.precision) == (0.5, 0.5)
-
-
-def test_judge_retrieval_relevance_predicate_shows_the_action(data_dir: Path) -> None:
-    problems = load_problems(data_dir, levels=(1,))
-    rules = catalog_rules(data_dir)
-    llm = fake_judge({"sign_and_trade_3_to_4_year"})
-    runs = judge_retrieval(problems, rules, llm, predicate="relevance")
-    assert runs[0].matched == ("sign_and_trade_3_to_4_year",)
-    assert all("Action:" in prompt for prompt in llm.prompts)
-
-
-def test_judge_retrieval_keeps_p_yes_and_applies_the_threshold(data_dir: Path) -> None:
-    problems = load_problems(data_dir, levels=(1,))
-    rules = catalog_rules(data_dir)
-    llm = fake_judge({"sign_and_trade_3_to_4_year"}, with_logprobs=True)  # P(YES) 0.9 for YES, 0.1 for NO
-    (run,) = judge_retrieval(problems, rules, llm)
-    assert run.probabilities["sign_and_trade_3_to_4_year"] == pytest.approx(0.9)
-    assert run.probabilities["minimum_player_salary_exception"] == pytest.approx(0.1)
-    assert run.matched == ("sign_and_trade_3_to_4_year",)
-    (strict,) = judge_retrieval(
-        problems, rules, fake_judge({"sign_and_trade_3_to_4_year"}, with_logprobs=True), threshold=0.95
-    )
-    assert strict.matched == ()

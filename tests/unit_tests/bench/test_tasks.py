@@ -9,10 +9,12 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag.bench.data import BenchDataError
+from langchain_tag.bench.methods import parse_methods
 from langchain_tag.bench.nba import CATALOG_FILE
+from langchain_tag.bench.runner import run_benchmark
 from langchain_tag.bench.tasks import cached_extraction, model_id, nba_task
 from langchain_tag.rules import save_rules
-from langchain_tag.testing import fake_extractor
+from langchain_tag.testing import HashingEmbeddings, fake_extractor
 from tests.unit_tests.bench.test_nba import CATALOG, DRAFT, MINIMUM, SIGN_TRADE
 
 POLICY = (
@@ -54,6 +56,23 @@ def test_nba_task_with_a_rule_file_has_no_gold_ids(nba_dir: Path, tmp_path: Path
     task = nba_task(nba_dir, rules_file=path, limit=1)
     assert all(i.gold_rules is None for i in task.items)
     assert [r.rule_id for r in task.load_rules(None)] == [r.rule_id for r in rules]
+
+
+def test_nba_similarity_query_and_rule_text(nba_dir: Path, tmp_path: Path) -> None:
+    task = nba_task(nba_dir, query="operations", rule_text="condition")
+    assert task.items[0].search_text == DRAFT["operations"][0]  # the judge and executor still see the whole text
+    assert task.items[0].text.startswith("Team situations:")
+    run = run_benchmark(
+        task,
+        parse_methods("rules_similarity@1"),
+        tmp_path / "run",
+        embeddings=HashingEmbeddings(size=1024),
+        retrieval_only=True,
+        show_progress=False,
+    )
+    tops = [r["units"] for r in run.records(run.methods[0])]
+    assert tops[0] == ["stepien_rule_no_sell_or_no_consecutive_first_round_draft_pick_trade"]
+    assert tops[1] == ["minimum_player_salary_exception"]
 
 
 def test_nba_limit_is_spread_over_levels(nba_dir: Path) -> None:
