@@ -1,4 +1,7 @@
-"""The PEP 8 benchmark: the check table, the pycodestyle gold, the transforms and the loader."""
+"""The PEP 8 benchmark: the pycodestyle gold, the items and their summary.
+
+Also the helpers the other PEP 8 test modules share (:data:`CLEAN`, :func:`codes`, :func:`parses`).
+"""
 
 from __future__ import annotations
 
@@ -13,23 +16,9 @@ import pytest
 
 from langchain_tag.bench.data import BenchDataError
 from langchain_tag.bench.metrics import score_retrieval
-from langchain_tag.bench.pep8 import (
-    DEFAULT_OFF,
-    DOCUMENT_ID,
-    EXCLUDED_CODES,
-    PEP8_CHECKS,
-    TRANSFORMS,
-    Pep8Item,
-    Transform,
-    apply_transform,
-    check_by_code,
-    gold_summary,
-    load_pep8_items,
-    make_variants,
-    pep8_rules,
-    pycodestyle_codes,
-)
-from langchain_tag.rules import Rule
+from langchain_tag.bench.pep8 import Pep8Item, gold_summary, load_pep8_items, pycodestyle_codes
+from langchain_tag.bench.pep8_checks import PEP8_CHECKS
+from langchain_tag.bench.style_breaks import make_variants
 
 pytest.importorskip("pycodestyle")
 
@@ -74,7 +63,7 @@ def root(path):
 '''
 
 _TABLE = {c.code for c in PEP8_CHECKS}
-# Codes pycodestyle reported (unfiltered) in this file's tests.
+# Codes pycodestyle reported (unfiltered) in the PEP 8 tests that use codes().
 _SEEN: set[str] = set()
 
 
@@ -148,46 +137,6 @@ def problem(number: int) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------
-# The check table and the rules.
-# --------------------------------------------------------------------------
-def test_table_codes_unique_and_excluded_codes_absent() -> None:
-    table = [c.code for c in PEP8_CHECKS]
-    assert len(table) == len(set(table))
-    assert not set(table) & set(EXCLUDED_CODES)
-    assert {"W503", "W504"} <= set(EXCLUDED_CODES)
-    assert set(table) >= DEFAULT_OFF
-    assert len(table) == 73
-
-
-@pytest.mark.parametrize("check", PEP8_CHECKS, ids=lambda c: c.code)
-def test_every_check_example_is_valid_and_triggers_its_code(check: Any) -> None:
-    assert parses(check.example)
-    assert check.code in codes(check.example)
-    assert check.name and check.condition and check.action and check.message
-    assert 3 <= len(check.name.split()) <= 8
-
-
-def test_pep8_rules_fields_and_tags() -> None:
-    rules = pep8_rules()
-    assert [r.rule_id for r in rules] == [c.code for c in PEP8_CHECKS]
-    e501 = next(r for r in rules if r.rule_id == "E501")
-    assert "79 characters" in e501.condition
-    assert e501.document_id == DOCUMENT_ID
-    assert e501.category_tags == ["pep8", "line length"]
-    assert e501.source_text == "pycodestyle E501: line too long (80 > 79 characters)"
-    e226 = next(r for r in rules if r.rule_id == "E226")
-    assert e226.category_tags == ["pep8", "whitespace", "off by default"]
-    assert check_by_code("W605").family == "deprecation"
-
-
-def test_pep8_rules_round_trip_through_documents() -> None:
-    for rule in pep8_rules():
-        doc = rule.to_document()
-        assert doc.id == rule.rule_id
-        assert Rule.from_document(doc) == rule
-
-
-# --------------------------------------------------------------------------
 # The gold.
 # --------------------------------------------------------------------------
 def test_clean_code_has_no_codes() -> None:
@@ -217,79 +166,6 @@ def test_gold_scores_with_score_retrieval() -> None:
     gold = codes("x=1;\n")
     assert gold == ("E225", "E703")
     assert score_retrieval(["E225", "E501"], gold).recall == 0.5
-
-
-# --------------------------------------------------------------------------
-# Transforms.
-# --------------------------------------------------------------------------
-def test_transform_names_unique_and_codes_in_rule_set() -> None:
-    names = [t.name for t in TRANSFORMS]
-    assert len(names) == len(set(names))
-    table = {c.code for c in PEP8_CHECKS}
-    for transform in TRANSFORMS:
-        assert transform.codes and set(transform.codes) <= table
-
-
-@pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.name)
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_transform_produces_its_codes_on_clean_code(transform: Transform, seed: int) -> None:
-    broken = apply_transform(transform, CLEAN, seed=seed)
-    assert broken is not None, f"{transform.name} did not apply"
-    assert broken != CLEAN
-    assert parses(broken)
-    found = codes(broken)
-    assert set(transform.codes) <= set(found), f"{transform.name} gave {found}"
-
-
-def test_transforms_that_do_not_apply_return_none() -> None:
-    plain = "x = 1\n"
-    assert apply_transform("bare_except", plain) is None
-    assert apply_transform("none_equality", plain) is None
-    assert apply_transform("collapse_blank_lines", plain) is None
-    assert apply_transform("import_not_at_top", plain) is None
-    with pytest.raises(KeyError):
-        apply_transform("no_such_transform", plain)
-
-
-def test_transform_keeps_meaning_where_it_should() -> None:
-    assert apply_transform("negated_membership", "y = x not in z\n") == "y = not x in z\n"
-    assert apply_transform("negated_identity", "y = x is not z\n") == "y = not x is z\n"
-    assert apply_transform("none_equality", "y = x is None\n") == "y = x == None\n"
-    assert apply_transform("bare_except", "try:\n    pass\nexcept (A, B):\n    pass\n") == (
-        "try:\n    pass\nexcept:\n    pass\n"
-    )
-    assert apply_transform("lambda_assignment", "def f(a: int, b=2) -> int:\n    return a + b\n") == (
-        "f = lambda a, b=2: a + b\n"
-    )
-    assert apply_transform("semicolon_join", "x = 1\ny = 2\n") == "x = 1; y = 2\n"
-
-
-def test_transform_skips_result_that_does_not_parse() -> None:
-    # The only content line ends in a backslash: trailing whitespace would break the continuation.
-    assert apply_transform("trailing_whitespace", "x = 1 + \\\n") is None
-
-
-# --------------------------------------------------------------------------
-# Variants.
-# --------------------------------------------------------------------------
-def test_variants_parse_and_are_named_by_transforms() -> None:
-    variants = make_variants(CLEAN, seed=0, n=5)
-    assert len(variants) == 5
-    names = {t.name for t in TRANSFORMS}
-    seen_codes: set[str] = set()
-    for name, code in variants:
-        parts = name.split("+")
-        assert 1 <= len(parts) <= 3 and set(parts) <= names
-        assert parses(code) and code != CLEAN
-        seen_codes.update(codes(code))
-    assert len({code for _, code in variants}) == 5
-    assert seen_codes
-
-
-def test_variants_are_deterministic_and_depend_on_seed() -> None:
-    assert make_variants(CLEAN, seed=7, n=3) == make_variants(CLEAN, seed=7, n=3)
-    assert make_variants(CLEAN, seed=7, n=3) != make_variants(CLEAN, seed=8, n=3)
-    assert make_variants(CLEAN, seed=0, n=0) == []
 
 
 # --------------------------------------------------------------------------
