@@ -4,7 +4,8 @@
 chat model's ``batch``/``abatch`` with bounded concurrency, reads each verdict
 (first-token logprobs where offered, the reply text otherwise), retries a
 malformed or failed reply once, and counts what still fails as NO, reporting
-it in the :class:`MatchResult`.
+it in the :class:`MatchResult`. With a verdict cache
+(:mod:`langchain_tag.verdict_cache`) a pair judged before costs no call.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_tag.parsing import ParseError, message_text, parse_verdict
 from langchain_tag.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule
+from langchain_tag.verdict_cache import CachedVerdict, VerdictCache, verdict_key
 
 __all__ = ["Judgment", "MatchResult", "MatcherError", "PairwiseJudge", "resolve_judge_prompt"]
 
@@ -45,6 +47,7 @@ class Judgment:
         prompt_tokens: Prompt tokens reported by the model, summed over attempts.
         completion_tokens: Completion tokens, summed over attempts.
         reply: The last reply text.
+        cached: Whether the verdict came from the verdict cache (no call made).
     """
 
     rule_id: str
@@ -55,6 +58,7 @@ class Judgment:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reply: str = ""
+    cached: bool = False
 
 
 @dataclass
@@ -81,6 +85,11 @@ class MatchResult:
     def calls(self) -> int:
         """LLM calls made."""
         return sum(j.attempts for j in self.judgments)
+
+    @property
+    def cache_hits(self) -> int:
+        """Judgments answered from the verdict cache."""
+        return sum(1 for j in self.judgments if j.cached)
 
     @property
     def prompt_tokens(self) -> int:
@@ -120,6 +129,8 @@ class PairwiseJudge:
         threshold: P(YES) at or above which a logprob verdict is YES.
         max_concurrency: Most judgments in flight at once.
         max_attempts: Calls per pair before a failure is counted as NO.
+        cache: A verdict cache; pairs found there cost no call, and new
+            verdicts are stored (failed judgments are not).
     """
 
     def __init__(
@@ -131,6 +142,7 @@ class PairwiseJudge:
         threshold: float = 0.5,
         max_concurrency: int = 8,
         max_attempts: int = 2,
+        cache: VerdictCache | None = None,
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
@@ -144,6 +156,8 @@ class PairwiseJudge:
         self.threshold = threshold
         self.max_concurrency = max_concurrency
         self.max_attempts = max_attempts
+        self.cache = cache
+        self._model: str | None = None
 
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
         """The prompt for one pair."""
@@ -158,8 +172,7 @@ class PairwiseJudge:
         Raises:
             MatcherError: When every call raised (nothing could be judged).
         """
-        judgments = [Judgment(rule_id=r.rule_id) for r in rules]
-        pending = list(range(len(rules)))
+        judgments, pending, keys = self._start(query, rules)
         for _ in range(self.max_attempts):
             if not pending:
                 break
@@ -169,12 +182,11 @@ class PairwiseJudge:
                 return_exceptions=True,
             )
             pending = self._absorb(judgments, pending, replies)
-        return self._finish(query, judgments)
+        return self._finish(query, judgments, keys)
 
     async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`judge`."""
-        judgments = [Judgment(rule_id=r.rule_id) for r in rules]
-        pending = list(range(len(rules)))
+        judgments, pending, keys = self._start(query, rules)
         for _ in range(self.max_attempts):
             if not pending:
                 break
@@ -184,7 +196,36 @@ class PairwiseJudge:
                 return_exceptions=True,
             )
             pending = self._absorb(judgments, pending, replies)
-        return self._finish(query, judgments)
+        return self._finish(query, judgments, keys)
+
+    def _start(self, query: str, rules: Sequence[Rule]) -> tuple[list[Judgment], list[int], list[str | None]]:
+        """Fresh judgments, cached ones filled in; the indices still to judge; each pair's cache key."""
+        judgments = [Judgment(rule_id=r.rule_id) for r in rules]
+        if self.cache is None:
+            return judgments, list(range(len(rules))), [None] * len(rules)
+        if self._model is None:
+            from langchain_tag.models import model_identity
+
+            self._model = model_identity(self.llm)
+        keys: list[str | None] = []
+        pending: list[int] = []
+        for index, rule in enumerate(rules):
+            key = verdict_key(
+                model=self._model,
+                prompt_version=self.prompt.version,
+                verdict_format=self.verdict_format,
+                query=query,
+                rule_text=self.prompt.render_rule(rule),
+            )
+            keys.append(key)
+            hit = self.cache.get(key)
+            if hit is None:
+                pending.append(index)
+                continue
+            judgment = judgments[index]
+            judgment.applies = hit.decision(self.threshold)
+            judgment.probability, judgment.reply, judgment.cached = hit.probability, hit.reply, True
+        return judgments, pending, keys
 
     def _absorb(self, judgments: list[Judgment], pending: list[int], replies: Sequence[Any]) -> list[int]:
         """Record replies; return the indices that need another attempt."""
@@ -212,7 +253,11 @@ class PairwiseJudge:
             judgment.error = None
         return retry
 
-    def _finish(self, query: str, judgments: list[Judgment]) -> MatchResult:
+    def _finish(self, query: str, judgments: list[Judgment], keys: Sequence[str | None] = ()) -> MatchResult:
+        if self.cache is not None:
+            for judgment, key in zip(judgments, keys, strict=True):
+                if key is not None and not judgment.cached and judgment.error is None and judgment.attempts:
+                    self.cache.put(key, CachedVerdict(judgment.applies, judgment.probability, judgment.reply))
         result = MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
         failed = result.failed
         if failed:

@@ -45,6 +45,7 @@ __all__ = [
     "Role",
     "get_chat_model",
     "get_embeddings",
+    "model_identity",
 ]
 
 Provider = Literal["local", "openai"]
@@ -289,6 +290,23 @@ def _remote_endpoint(cfg: ModelConfig, role: Role) -> dict[str, Any]:
     if cfg.base_url is not None:
         endpoint["base_url"] = cfg.base_url
     return endpoint
+
+
+def model_identity(llm: Any) -> str:
+    """A chat model's identity for cache keys: endpoint and model name where known, else the class name.
+
+    Two models with the same identity are assumed to give the same replies at
+    temperature 0 (the verdict and extraction caches rely on it).
+    """
+    name = next(
+        (v for v in (getattr(llm, a, None) for a in ("model_name", "model")) if isinstance(v, str) and v),
+        type(llm).__name__,
+    )
+    base_url = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
+    if isinstance(base_url, str) and base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
+        # A local server's port changes between runs; the model file name identifies it.
+        return f"{base_url.rstrip('/')}/{name}"
+    return name
 
 
 def get_embeddings() -> Embeddings:

@@ -25,6 +25,7 @@ from typing_extensions import Self, override
 from langchain_tag.matcher import MatchResult, PairwiseJudge
 from langchain_tag.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule, rules_from_documents
+from langchain_tag.verdict_cache import InMemoryVerdictCache, VerdictCache
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever"]
 
@@ -68,6 +69,10 @@ class ApplicabilityRetriever(BaseRetriever):
         max_concurrency: Most judgments in flight at once.
         vectorstore: Optional store of rule documents to draw candidates from.
         candidates: With ``vectorstore``, judge only the top-N similar rules.
+        cache: Verdict cache (:mod:`langchain_tag.verdict_cache`): a pair
+            judged before costs no call. In memory per retriever by default;
+            pass a :class:`~langchain_tag.verdict_cache.SQLiteVerdictCache` to
+            keep verdicts across runs, or ``None`` to judge every time.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -81,6 +86,7 @@ class ApplicabilityRetriever(BaseRetriever):
     max_concurrency: int = Field(default=8, ge=1)
     vectorstore: VectorStore | None = None
     candidates: int | None = Field(default=None, ge=1)
+    cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
 
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _judge: PairwiseJudge = PrivateAttr()
@@ -106,6 +112,7 @@ class ApplicabilityRetriever(BaseRetriever):
             verdict_format=self.verdict_format,
             threshold=self.threshold,
             max_concurrency=self.max_concurrency,
+            cache=self.cache,
         )
         return self
 

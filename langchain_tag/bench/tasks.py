@@ -35,13 +35,13 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from langchain_tag.bench.task import BenchItem, BenchTask, Metric
+from langchain_tag.models import model_identity
 from langchain_tag.rules import Rule, load_rules, save_rules
 
 __all__ = [
     "TASKS",
     "cached_extraction",
     "code_task",
-    "model_id",
     "nba_task",
     "npov_task",
     "pep8_task",
@@ -58,15 +58,6 @@ NPOV_DOMAIN = "neutral point of view (encyclopedic writing)"
 NPOV_TASK_INPUT = "one sentence of an encyclopedia article"
 
 ExtractorFactory = Callable[[], BaseChatModel]
-
-
-def model_id(llm: BaseChatModel) -> str:
-    """A model's identity for cache keys: its endpoint model name, or its class name."""
-    for attr in ("model_name", "model"):
-        value = getattr(llm, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(llm).__name__
 
 
 def cached_extraction(
@@ -108,7 +99,7 @@ def cached_extraction(
         {
             "texts": [d.page_content for d in documents],
             "prompts": EXTRACTION_PROMPT_VERSION,
-            "model": model_id(llm),
+            "model": model_identity(llm),
             "domain": domain,
             "task_input": task_input,
             "skip": skip_phase,

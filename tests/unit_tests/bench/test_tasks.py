@@ -12,7 +12,7 @@ from langchain_tag.bench.data import BenchDataError
 from langchain_tag.bench.methods import parse_methods
 from langchain_tag.bench.nba import CATALOG_FILE
 from langchain_tag.bench.runner import run_benchmark
-from langchain_tag.bench.tasks import cached_extraction, model_id, nba_task
+from langchain_tag.bench.tasks import cached_extraction, nba_task
 from langchain_tag.rules import save_rules
 from langchain_tag.testing import HashingEmbeddings, fake_extractor
 from tests.unit_tests.bench.test_nba import CATALOG, DRAFT, MINIMUM, SIGN_TRADE
@@ -106,10 +106,3 @@ def test_cached_extraction_reuses_rules_and_keys_on_settings(tmp_path: Path) -> 
     files = sorted(p.name for p in (tmp_path / "bench-rules").glob("*.jsonl"))
     assert len(files) == 2 and files[1].startswith("toy-no-p4-")
     assert list((tmp_path / "bench-rules").glob("*.report.json"))
-
-
-def test_model_id_prefers_the_endpoint_model_name() -> None:
-    from types import SimpleNamespace
-
-    assert model_id(SimpleNamespace(model_name="qwen-x")) == "qwen-x"  # type: ignore[arg-type]
-    assert model_id(fake_extractor()) == "FakeChatModel"

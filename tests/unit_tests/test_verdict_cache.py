@@ -1,0 +1,144 @@
+"""Verdict caches: repeated pairs cost no call; the key covers model, prompt, input and the rule as judged."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_tag.matcher import PairwiseJudge
+from langchain_tag.models import model_identity
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
+from langchain_tag.verdict_cache import CachedVerdict, InMemoryVerdictCache, SQLiteVerdictCache, verdict_key
+
+QUERY = "def f(x=[]):\n    return x"
+
+
+def test_repeated_query_costs_no_call(rule_docs: list[Document]) -> None:
+    judge = fake_judge({"R-004"}, with_logprobs=True)
+    retriever = ApplicabilityRetriever(llm=judge, rules=rule_docs)
+    first = retriever.match(QUERY)
+    assert judge.calls == 5 and first.cache_hits == 0
+    second = retriever.match(QUERY)
+    assert judge.calls == 5 and second.cache_hits == 5 and second.calls == 0
+    assert [(j.rule_id, j.applies, j.probability) for j in second.judgments] == [
+        (j.rule_id, j.applies, j.probability) for j in first.judgments
+    ]
+    assert [d.metadata["rule_id"] for d in retriever.invoke(QUERY)] == ["R-004"]
+    retriever.match(QUERY + " ")  # another input is another key
+    assert judge.calls == 10
+
+
+def test_cache_none_judges_every_time(rule_docs: list[Document]) -> None:
+    judge = fake_judge({"R-004"})
+    retriever = ApplicabilityRetriever(llm=judge, rules=rule_docs, cache=None)
+    retriever.match(QUERY)
+    retriever.match(QUERY)
+    assert judge.calls == 10
+
+
+def test_threshold_is_applied_to_cached_probabilities(rule_docs: list[Document]) -> None:
+    cache = InMemoryVerdictCache()
+    judge = FakeChatModel(
+        respond=lambda text: ("YES", 0.7) if judged_rule_id(text) == "R-004" else ("NO", 0.1), with_logprobs=True
+    )
+    loose = ApplicabilityRetriever(llm=judge, rules=rule_docs, cache=cache, threshold=0.5)
+    strict = ApplicabilityRetriever(llm=judge, rules=rule_docs, cache=cache, threshold=0.9)
+    assert [j.rule_id for j in loose.match(QUERY).matched] == ["R-004"]
+    again = strict.match(QUERY)
+    assert judge.calls == 5 and again.cache_hits == 5
+    assert again.matched == []
+
+
+def test_key_covers_the_rule_as_judged_and_the_prompt(rules: list[Rule]) -> None:
+    cache = InMemoryVerdictCache()
+    judge = fake_judge({"R-004"})
+    PairwiseJudge(judge, cache=cache).judge(QUERY, rules)
+    assert judge.calls == 5
+    # The applicability judge never sees the action: editing it keeps the verdict.
+    new_action = [r.model_copy(update={"action": "something else"}) for r in rules]
+    PairwiseJudge(judge, cache=cache).judge(QUERY, new_action)
+    assert judge.calls == 5
+    # Editing a condition is a new pair.
+    edited = [rules[0].model_copy(update={"condition": "a different condition"}), *rules[1:]]
+    PairwiseJudge(judge, cache=cache).judge(QUERY, edited)
+    assert judge.calls == 6
+    # The relevance judge sees the action, and is another prompt: all new pairs.
+    PairwiseJudge(judge, "relevance", cache=cache).judge(QUERY, rules)
+    assert judge.calls == 11
+    # Another model is another key.
+    assert verdict_key(model="a", prompt_version="v", verdict_format="token", query="q", rule_text="r") != verdict_key(
+        model="b", prompt_version="v", verdict_format="token", query="q", rule_text="r"
+    )
+
+
+def test_model_identity() -> None:
+    remote = SimpleNamespace(model_name="deepseek-chat", openai_api_base="https://api.deepseek.com/v1/")
+    local = SimpleNamespace(model_name="qwen-1.5b.gguf", openai_api_base="http://127.0.0.1:41234/v1")
+    assert model_identity(remote) == "https://api.deepseek.com/v1/deepseek-chat"
+    assert model_identity(local) == "qwen-1.5b.gguf"  # the local server's port changes between runs
+    assert model_identity(fake_judge(())) == "FakeChatModel"
+
+
+def test_failed_judgments_are_not_cached(rules: list[Rule]) -> None:
+    cache = InMemoryVerdictCache()
+    garbage = FakeChatModel(respond=lambda text: "hmm" if judged_rule_id(text) == "R-001" else "NO")
+    result = PairwiseJudge(garbage, cache=cache).judge(QUERY, rules)
+    assert [j.rule_id for j in result.failed] == ["R-001"] and len(cache) == 4
+    again = PairwiseJudge(garbage, cache=cache).judge(QUERY, rules)
+    assert again.cache_hits == 4 and again.calls == 2  # only R-001 asked again (and retried once)
+
+
+def test_sqlite_cache_persists_and_is_shared_across_threads(rules: list[Rule], tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "verdicts.sqlite"
+    judge = fake_judge({"R-004"}, with_logprobs=True)
+    PairwiseJudge(judge, cache=SQLiteVerdictCache(path), max_concurrency=4).judge(QUERY, rules)
+    assert judge.calls == 5
+    reopened = SQLiteVerdictCache(path)
+    assert len(reopened) == 5
+    result = PairwiseJudge(judge, cache=reopened).judge(QUERY, rules)
+    assert judge.calls == 5 and [j.rule_id for j in result.matched] == ["R-004"]
+    assert result.matched[0].probability == pytest.approx(0.9)
+    # Many threads writing and reading one file.
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            cache = SQLiteVerdictCache(path)
+            for i in range(20):
+                cache.put(f"k{n}-{i}", CachedVerdict(applies=i % 2 == 0, probability=i / 20))
+                assert cache.get(f"k{n}-{i}") == CachedVerdict(applies=i % 2 == 0, probability=i / 20)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(SQLiteVerdictCache(path)) == 5 + 80
+
+
+def test_in_memory_cache_evicts_least_recently_used() -> None:
+    cache = InMemoryVerdictCache(max_size=2)
+    cache.put("a", CachedVerdict(True))
+    cache.put("b", CachedVerdict(False))
+    assert cache.get("a") == CachedVerdict(True)  # a is now the most recent
+    cache.put("c", CachedVerdict(True))
+    assert cache.get("b") is None and cache.get("a") is not None and len(cache) == 2
+    assert (cache.hits, cache.misses) == (2, 1)
+    with pytest.raises(ValueError, match="max_size"):
+        InMemoryVerdictCache(max_size=0)
+
+
+async def test_async_path_uses_the_cache(rule_docs: list[Document]) -> None:
+    judge = fake_judge({"R-004"})
+    retriever = ApplicabilityRetriever(llm=judge, rules=rule_docs)
+    await retriever.amatch(QUERY)
+    again = await retriever.amatch(QUERY)
+    assert judge.calls == 5 and again.cache_hits == 5
