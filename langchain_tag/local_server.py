@@ -44,6 +44,7 @@ __all__ = [
     "LocalServerError",
     "default_threads",
     "get_local_server",
+    "read_metrics",
     "stop_all_servers",
 ]
 
@@ -256,6 +257,21 @@ class LocalLlamaServer:
             f"Last lines of its log ({self._log_path}):\n{self.log_tail()}"
         )
 
+    def metrics(self) -> dict[str, float]:
+        """The server's cumulative counters (llama.cpp ``/metrics``), e.g. for benchmarks.
+
+        Keys drop the ``llamacpp:`` prefix: ``prompt_tokens_total`` (prompt
+        tokens actually evaluated, i.e. after prefix-cache reuse),
+        ``prompt_seconds_total``, ``tokens_predicted_total``,
+        ``tokens_predicted_seconds_total``, ``n_decode_total``, ...
+
+        Raises:
+            LocalServerError: When the server is not running or does not answer.
+        """
+        if not self.running or self._address is None:
+            raise LocalServerError("the local model server is not running")
+        return read_metrics(f"{self._address}/metrics")
+
     def log_tail(self, lines: int = 30) -> str:
         """Return the last ``lines`` lines of the server's log."""
         if self._log_path is None or not self._log_path.exists():
@@ -315,6 +331,29 @@ def _read_ready_line(process: subprocess.Popen[str], deadline: float) -> str | N
 
 
 _NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def read_metrics(url: str) -> dict[str, float]:
+    """Parse a llama.cpp ``/metrics`` page (Prometheus text) into ``{name: value}``.
+
+    Raises:
+        LocalServerError: When the page cannot be fetched.
+    """
+    try:
+        with _NO_PROXY_OPENER.open(url, timeout=5) as response:
+            text = response.read().decode("utf-8")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise LocalServerError(f"cannot read server metrics from {url}: {exc}") from exc
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        try:
+            values[name.removeprefix("llamacpp:")] = float(value)
+        except ValueError:
+            continue
+    return values
 
 
 def _healthy(url: str) -> bool:
@@ -416,6 +455,7 @@ def _serve(argv: list[str] | None = None) -> int:
     params.n_ctx = args.ctx
     params.n_parallel = 1
     params.cache_prompt = True
+    params.endpoint_metrics = True  # token counters for benchmarks (LocalLlamaServer.metrics)
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     params.verbosity = 3 if args.verbose else 2  # llama.cpp: 3 = info, 2 = warnings

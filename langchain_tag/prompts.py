@@ -33,6 +33,7 @@ __all__ = [
     "dedup_messages",
     "npov_judge_messages",
     "operationalisation_messages",
+    "rule_first_messages",
     "span_detection_messages",
 ]
 
@@ -299,6 +300,16 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
         json_reply='Reply with JSON only: {"applicable": true|false, "reason": "<one sentence>"}.',
     ),
 }
+
+
+def rule_first_messages(prompt: JudgePrompt, query: str, rule: Rule) -> list[BaseMessage]:
+    """A judge prompt with the rule *before* the input: a benchmark baseline in which no two prompts share a prefix.
+
+    Same system text, rule rendering and question as ``prompt``; only the
+    order differs from :meth:`JudgePrompt.messages`.
+    """
+    user = f"RULE:\n{prompt.render_rule(rule)}\n\nINPUT:\n<<<\n{query}\n>>>\n\n{prompt.question} {_TOKEN_REPLY}"
+    return [SystemMessage(prompt.system), HumanMessage(user)]
 
 
 # --------------------------------------------------------------------------
