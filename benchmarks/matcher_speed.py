@@ -7,6 +7,8 @@ prompt tokens actually evaluated). Prints markdown tables:
    rules) and method: wall seconds per input, prompt tokens evaluated,
    tokens generated, LLM calls, F1 against gold, and the ratios
    (b)/(a), (c)/(a), (a)/(d).
+   (a') is (a) with four worked examples in the system text: what few-shot
+   examples cost (prefix tokens) and buy (F1).
 2. The remote view of (a): prompt and completion tokens per input as a
    provider bills them, and the share that is a cacheable shared prefix.
 3. The candidate pre-filter: how much of (a)'s YES set survives judging only
@@ -84,6 +86,7 @@ def run_methods(
     calibration: Calibration,
     naive_limit: int,
     skip_filter: bool,
+    with_fewshot: bool = True,
 ) -> tuple[dict[str, MethodCost], list[dict[str, float]]]:
     from langchain_classic.retrievers.document_compressors import LLMChainFilter
 
@@ -91,7 +94,8 @@ def run_methods(
     pairwise = PairwiseJudge(judge, prompt, max_concurrency=8)  # as ApplicabilityRetriever ships it
     chain_filter = LLMChainFilter.from_llm(chat)
     documents = rule_documents(rules)
-    costs = {name: MethodCost(name) for name in ("tag", "llm_chain_filter", "naive", "limit")}
+    fewshot = PairwiseJudge(judge, JUDGE_PROMPTS["applicability-fewshot"], max_concurrency=8)
+    costs = {name: MethodCost(name) for name in ("tag", "tag_fewshot", "llm_chain_filter", "naive", "limit")}
     remote: list[dict[str, float]] = []
     for number, (key, text, gold) in enumerate(items):
         print(f"  {key}: tag", file=sys.stderr, flush=True)
@@ -101,6 +105,14 @@ def run_methods(
             return [j.rule_id for j in result.matched], result.calls
 
         measure(costs["tag"], endpoint, tag, gold)
+        if with_fewshot:
+            print(f"  {key}: tag, few-shot", file=sys.stderr, flush=True)
+
+            def tag_fewshot(text: str = text) -> tuple[list[str], int]:
+                result = fewshot.judge(text, rules)
+                return [j.rule_id for j in result.matched], result.calls
+
+            measure(costs["tag_fewshot"], endpoint, tag_fewshot, gold)
         if not skip_filter:
             print(f"  {key}: LLMChainFilter", file=sys.stderr, flush=True)
 
@@ -158,6 +170,7 @@ def print_costs(title: str, n: int, costs: dict[str, MethodCost]) -> None:
     print("|---|---|---|---|---|---|---|---|")
     labels = {
         "tag": "(a) ApplicabilityRetriever",
+        "tag_fewshot": "(a') same, 4 few-shot examples in the system text",
         "llm_chain_filter": "(b) LLMChainFilter",
         "naive": "(c) naive loop, rule first",
         "limit": "(d) token-throughput limit",
@@ -171,7 +184,7 @@ def print_costs(title: str, n: int, costs: dict[str, MethodCost]) -> None:
     a = rows.get("tag")
     if a and a["seconds"]:
         parts = []
-        for name, label in (("llm_chain_filter", "(b)/(a)"), ("naive", "(c)/(a)")):
+        for name, label in (("tag_fewshot", "(a')/(a)"), ("llm_chain_filter", "(b)/(a)"), ("naive", "(c)/(a)")):
             if name in rows and rows[name]["seconds"]:
                 # The naive loop may cover fewer inputs: compare per-input times on the inputs it ran.
                 paired = costs["tag"].seconds[: costs[name].inputs]
@@ -251,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--naive-limit", type=int, default=1, help="inputs the (slow) naive loop runs on")
     parser.add_argument("--rule-sets", default="nba,pep8", help="nba, pep8 or both")
     parser.add_argument("--skip-filter", action="store_true", help="leave out LLMChainFilter")
+    parser.add_argument("--skip-fewshot", action="store_true", help="leave out the few-shot variant of (a)")
     parser.add_argument("--scaling", type=_ints, default=[50, 200], help="rule counts M for the scaling table")
     parser.add_argument(
         "--lengths", type=_ints, default=[250, 1000], help="input lengths (tokens) for the scaling table"
@@ -293,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             calibration=calibration,
             naive_limit=args.naive_limit,
             skip_filter=args.skip_filter,
+            with_fewshot=not args.skip_fewshot,
         )
         print_costs(title, len(items), costs)
         print_remote(remote)

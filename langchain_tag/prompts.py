@@ -242,6 +242,25 @@ _APPLICABILITY_SYSTEM = """You check whether a rule's condition is true of an in
 Answer NO if it is false, if the rule is only about a related topic, or if telling would need facts the input does not give (never assume or invent them).
 Answer with one word."""
 
+# Worked examples for the few-shot variant. They sit in the system text, so
+# they belong to the prefix every judgment shares: a local prefix cache
+# evaluates them once, and remote providers bill them at the cached rate.
+_APPLICABILITY_EXAMPLES = """
+
+Examples (each is a separate case):
+INPUT: def load(path, cache={}): ...
+Condition: a function has a mutable default argument such as a list or dict
+Answer: YES (the default value {} is a dict)
+INPUT: def load(path, cache=None): ...
+Condition: a function has a mutable default argument such as a list or dict
+Answer: NO (None is not mutable)
+INPUT: The team signed a guard to a two-year contract.
+Condition: the contract is longer than four years
+Answer: NO (two years is not longer than four)
+INPUT: The senator's brilliant speech won over the crowd.
+Condition: the sentence praises its subject in the writer's own voice
+Answer: YES ("brilliant" is the writer's praise)"""
+
 _RELEVANCE_SYSTEM = """You decide whether a reference rule is relevant to an input: whether a person handling the input could plausibly find the rule useful.
 Say YES if the rule is relevant to the input, NO otherwise."""
 
@@ -270,6 +289,14 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
         name="applicability",
         version="judge-applicability-v3",
         system=_APPLICABILITY_SYSTEM,
+        render_rule=_render_condition_rule,
+        question="Is the condition true of this input?",
+        json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
+    ),
+    "applicability-fewshot": JudgePrompt(
+        name="applicability-fewshot",
+        version="judge-applicability-fewshot-v1",
+        system=_APPLICABILITY_SYSTEM + _APPLICABILITY_EXAMPLES,
         render_rule=_render_condition_rule,
         question="Is the condition true of this input?",
         json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.bench.metrics import OVERALL, RetrievalScore, summarize
+from langchain_tag.bench.metrics import OVERALL, RetrievalScore, score_retrieval, summarize
 from langchain_tag.bench.task import Metric
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "build_rows",
     "render_results_table",
     "render_retrieval_table",
+    "render_threshold_sweep",
     "write_report",
 ]
 
@@ -165,6 +166,40 @@ def render_retrieval_table(rows: Sequence[MethodRow], groups: Sequence[str]) -> 
     return "\n".join(lines)
 
 
+SWEEP_THRESHOLDS: tuple[float, ...] = (0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)
+"""P(YES) thresholds of the sweep table."""
+
+
+def render_threshold_sweep(
+    methods: Sequence[Any], records_of: Any, thresholds: Sequence[float] = SWEEP_THRESHOLDS
+) -> str:
+    """Retrieval against gold at other P(YES) thresholds, from the recorded probabilities (no new calls).
+
+    Only judged rule methods whose records carry P(YES) for every rule (a
+    model with logprobs) and gold ids are included; returns ``""`` if none.
+    """
+    lines: list[str] = []
+    for method in methods:
+        records = [
+            r for r in records_of(method) if r.get("gold_rules") is not None and (r.get("retrieval") or {}).get("p_yes")
+        ]
+        if not records or any(p is None for r in records for p in r["retrieval"]["p_yes"].values()):
+            continue
+        if not lines:
+            lines = ["| method | P(YES) >= | recall | precision | F1 | #rules |", "|---|---|---|---|---|---|"]
+        for threshold in thresholds:
+            scores = [
+                score_retrieval([k for k, p in r["retrieval"]["p_yes"].items() if p >= threshold], r["gold_rules"])
+                for r in records
+            ]
+            summary = summarize(scores)
+            lines.append(
+                f"| {method.label} | {threshold:.2f} | {_fmt(summary.recall)} | {_fmt(summary.precision)} | "
+                f"{_fmt(summary.f1)} | {summary.mean_retrieved:.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def _plot(path: Path, labels: list[str], series: dict[str, list[float]], xlabel: str, title: str) -> bool:
     try:
         import matplotlib
@@ -232,6 +267,9 @@ def write_report(run: Any) -> str:
             head.label + (" (%)" if head.percent else ""),
             title,
         )
+    sweep = render_threshold_sweep(run.methods, run.records)
+    if sweep:
+        parts += ["", "Threshold sweep from the recorded P(YES) (no new calls):", "", sweep]
     parts += [
         "",
         "#units: mean units given to the executor; judge calls, tokens (judge + executor) and s: means per item.",

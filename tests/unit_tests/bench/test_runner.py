@@ -11,7 +11,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag.bench.methods import parse_methods
-from langchain_tag.bench.report import write_report
+from langchain_tag.bench.report import render_threshold_sweep, write_report
 from langchain_tag.bench.runner import ITEMS_FILE, chunk_rules, run_benchmark
 from langchain_tag.bench.task import BenchItem, BenchTask, Metric
 from langchain_tag.rules import Rule
@@ -168,6 +168,10 @@ def test_retrieval_only_maps_and_drops_methods(rules: list[Rule], tmp_path: Path
     tag_row = next(line for line in markdown.splitlines() if line.startswith("| M3 TAG"))
     assert "| 0.75 / 1.00 / 0.83 |" in tag_row
     assert (tmp_path / "retrieval.md").read_text() == markdown
+    # The fake judge gives P(YES) 0.9 for YES and 0.1 for NO: at 0.05 all 5 rules are taken,
+    # precision (1/5 + 2/5 + 2/5) / 3, F1 (1/3 + 4/7 + 4/7) / 3.
+    assert "| M3 TAG | 0.50 | 0.83 | 1.00 | 0.89 | 1.3 |" in markdown
+    assert "| M3 TAG | 0.05 | 1.00 | 0.33 | 0.49 | 5.0 |" in render_threshold_sweep(run.methods, run.records, (0.05,))
     assert (tmp_path / "retrieval.png").stat().st_size > 1000
 
 
