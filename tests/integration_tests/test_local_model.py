@@ -126,3 +126,18 @@ def test_bad_gguf_fails_with_server_log(tmp_path: Path, local_config: ModelConfi
     assert "GGUF" in message or "failed to load model" in message
     assert not server.running
     server.stop()  # also removes the log kept for the error message
+
+
+def test_server_counters_match_the_tokenized_prompt(judge: BaseChatModel) -> None:
+    from langchain_tag.bench.matcher_speed import LlamaEndpoint
+
+    endpoint = LlamaEndpoint.of(judge)
+    messages = _messages("total = sum(values) / len(values)", "the code divides by a length")
+    before = endpoint.counters()
+    judge.invoke(messages)
+    after = endpoint.counters()
+    evaluated = after["prompt_tokens_total"] - before["prompt_tokens_total"]
+    reused = after["prompt_tokens_cached_total"] - before["prompt_tokens_cached_total"]
+    # Every prompt token is either evaluated or reused from the prefix cache.
+    assert evaluated + reused == len(endpoint.tokens(messages))
+    assert after["tokens_predicted_total"] - before["tokens_predicted_total"] == 1
