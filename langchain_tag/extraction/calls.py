@@ -6,9 +6,10 @@ has one), then sends the rest through ``batch_as_completed`` (or its async
 twin) with bounded concurrency, writes each readable reply to the store as
 soon as it arrives, retries a call whose reply fails to parse or whose
 request raises (see :mod:`langchain_tag.faults` for which layer retries
-which fault), and records what still fails instead of raising. Only when
-every call of a batch raised does it raise a
-:class:`~langchain_tag.faults.ProviderError` naming the provider and the call.
+which fault), and records what still fails instead of raising. When the
+provider cannot be used at all (every call so far in the run raised) it
+raises a :class:`~langchain_tag.faults.ProviderError` naming the provider and
+the call, rather than return an empty result.
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ class CallRunner:
     failures: list[CallFailure] = field(default_factory=list)
     usage: dict[int, PhaseUsage] = field(default_factory=lambda: defaultdict(PhaseUsage))
     _model: str | None = field(default=None, init=False, repr=False)
+    _replied: bool = field(default=False, init=False, repr=False)
 
     def _config(self, phase: int) -> RunnableConfig:
         return RunnableConfig(
@@ -223,7 +225,9 @@ class CallRunner:
         for index, outcome in sorted(batch.errors.items()):
             call = batch.calls[index]
             self.failures.append(CallFailure(call.phase, call.key, outcome.error, batch.attempts.get(index, 0)))
-        if batch.calls and not batch.replied:
+        if batch.replied:
+            self._replied = True
+        elif not self._replied:
             index = max(batch.errors)
             call = batch.calls[index]
             raise ProviderError(
@@ -237,7 +241,7 @@ class CallRunner:
         """Run calls; return parsed results in call order (``None`` where a call failed).
 
         Raises:
-            ProviderError: When every call raised (none got a reply).
+            ProviderError: When every call made so far in the run raised.
         """
         batch = _Batch(calls, [None] * len(calls))
         with self._bar(len(calls), desc) as bar:

@@ -347,9 +347,10 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         notes: list[str],
     ) -> _Step:
         threshold = self.faithfulness_threshold
-        kept, dropped = verify_faithfulness(rules, texts, threshold=threshold)
+        anchors = {s.span_id: s.start for s in spans}
+        kept, dropped = verify_faithfulness(rules, texts, threshold=threshold, anchors=anchors)
         checked = len(rules)
-        absorbed, _ = verify_faithfulness(merged_away, texts, threshold=threshold)
+        absorbed, _ = verify_faithfulness(merged_away, texts, threshold=threshold, anchors=anchors)
         missing = uncovered_spans(
             spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold
         )
@@ -359,7 +360,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             drafts = yield from self._phase3(redo, span_by_id, notes)
             next_id = 1 + max((int(r.rule_id.rsplit("-", 1)[-1]) for r in rules + merged_away), default=0)
             extra = self._number(drafts, span_by_id, start=next_id)
-            extra_kept, extra_dropped = verify_faithfulness(extra, texts, threshold=threshold)
+            extra_kept, extra_dropped = verify_faithfulness(extra, texts, threshold=threshold, anchors=anchors)
             kept, dropped, checked = kept + extra_kept, dropped + extra_dropped, checked + len(extra)
             missing = uncovered_spans(
                 spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold
