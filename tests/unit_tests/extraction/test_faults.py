@@ -85,7 +85,7 @@ MALFORMED: dict[str, Callable[[int, str], str]] = {
 @pytest.mark.parametrize("kind", sorted(MALFORMED))
 def test_malformed_reply_in_any_phase_is_retried_then_skipped_and_reported(phase: int, kind: str) -> None:
     fault = MALFORMED[kind]
-    result, llm = _run(injecting(fake_extraction_reply, when=_targets(phase), fault=lambda t, g: fault(phase, g)))
+    result, _ = _run(injecting(fake_extraction_reply, when=_targets(phase), fault=lambda t, g: fault(phase, g)))
     report = result.report
     _check_faithful(result)
     assert result.rules  # the other sections' and calls' work survives
