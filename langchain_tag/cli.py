@@ -14,7 +14,9 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from typing_extensions import override
 
 __all__ = ["main"]
 
@@ -43,8 +45,10 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     from langchain_tag.loaders import load_document
     from langchain_tag.models import get_chat_model
     from langchain_tag.rules import save_rules
+    from langchain_tag.weights import default_cache_dir
 
     documents = [load_document(p) for p in args.documents]
+    store = None if args.no_store else (args.store or default_cache_dir() / "extraction-store.sqlite")
     transformer = RuleDocumentTransformer(
         get_chat_model(role="extractor"),
         domain=args.domain,
@@ -52,6 +56,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         skip_phases=args.skip_phases or (),
         rich_schema=args.rich_schema,
         show_progress=True if sys.stderr.isatty() else None,
+        store=store,
     )
     result = transformer.extract(documents)
     save_rules(result.rules, args.output)
@@ -63,13 +68,14 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
-    from langchain_tag.models import get_chat_model
+    from langchain_tag.models import ModelConfig, get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
 
     rules = load_rules(args.rules)
     retriever = ApplicabilityRetriever(
         llm=get_chat_model(role="judge"),
+        context_tokens=ModelConfig.from_env().context_window(),
         rules=rules_to_documents(rules),
         predicate=args.predicate,
         threshold=args.threshold,
@@ -139,9 +145,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (exit status 2)."""
+
+    @override
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="langchain-tag",
         description="Task-Aligned Retrieval: extract rules, match them to inputs, run the executor.",
         epilog="Models: set LANGCHAIN_TAG_PROVIDER=openai with LANGCHAIN_TAG_BASE_URL / LANGCHAIN_TAG_API_KEY / "
@@ -158,6 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rich-schema", action="store_true", help="ask for the richer (NBA-style) rule schema")
     p.add_argument("--max-concurrency", type=int, default=2)
     p.add_argument("--report", help="also write the extraction report as JSON here")
+    p.add_argument(
+        "--store",
+        help="SQLite file of finished LLM calls, so an interrupted run resumes "
+        "(default: extraction-store.sqlite in the cache directory)",
+    )
+    p.add_argument("--no-store", action="store_true", help="keep no finished calls: every run starts afresh")
     p.set_defaults(func=_cmd_extract)
 
     p = sub.add_parser("match", help="list the rules whose condition the input satisfies")
@@ -207,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        print(f"langchain-tag: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"langchain-tag: error: {message}", file=sys.stderr)
         return 1
     return int(code or 0)
 

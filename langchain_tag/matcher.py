@@ -10,7 +10,9 @@ it in the :class:`MatchResult`. With a verdict cache
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,18 +22,41 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_tag.faults import backoff_delay, client_retries, describe_error, describe_model, is_transient
 from langchain_tag.parsing import ParseError, message_text, parse_verdict
 from langchain_tag.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule
 from langchain_tag.verdict_cache import CachedVerdict, VerdictCache, verdict_key
 
-__all__ = ["Judgment", "MatchResult", "MatcherError", "PairwiseJudge", "resolve_judge_prompt"]
+__all__ = [
+    "InputTooLongError",
+    "Judgment",
+    "MatchResult",
+    "MatcherError",
+    "PairwiseJudge",
+    "estimate_tokens",
+    "resolve_judge_prompt",
+]
 
 logger = logging.getLogger(__name__)
 
 
 class MatcherError(RuntimeError):
     """Every judgment of a query failed: the model could not be reached or used."""
+
+
+class InputTooLongError(ValueError):
+    """A judge prompt would not fit the model's context window."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A deliberately high token estimate: one token per three characters.
+
+    Real tokenisers give about four characters per token for English prose and
+    fewer for code; erring high refuses a borderline input rather than letting
+    the provider cut it.
+    """
+    return len(text) // 3 + 1
 
 
 @dataclass
@@ -131,6 +156,14 @@ class PairwiseJudge:
         max_attempts: Calls per pair before a failure is counted as NO.
         cache: A verdict cache; pairs found there cost no call, and new
             verdicts are stored (failed judgments are not).
+        retry_backoff: Base delay in seconds (exponential, with jitter)
+            before resending requests that raised, when the model's own
+            client does not retry them (see :mod:`langchain_tag.faults`).
+        context_tokens: The judge model's context window. When set, a query
+            whose prompt (estimated by :func:`estimate_tokens`) would not fit
+            is refused with :class:`InputTooLongError` before any call; the
+            input is never truncated, since a cut input could change verdicts
+            silently. ``None`` skips the check.
     """
 
     def __init__(
@@ -143,6 +176,8 @@ class PairwiseJudge:
         max_concurrency: int = 8,
         max_attempts: int = 2,
         cache: VerdictCache | None = None,
+        retry_backoff: float = 0.5,
+        context_tokens: int | None = None,
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
@@ -157,6 +192,8 @@ class PairwiseJudge:
         self.max_concurrency = max_concurrency
         self.max_attempts = max_attempts
         self.cache = cache
+        self.retry_backoff = retry_backoff
+        self.context_tokens = context_tokens
         self._model: str | None = None
 
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
@@ -171,9 +208,11 @@ class PairwiseJudge:
 
         Raises:
             MatcherError: When every call raised (nothing could be judged).
+            InputTooLongError: When ``context_tokens`` is set and a prompt
+                would not fit in it.
         """
         judgments, pending, keys = self._start(query, rules)
-        for _ in range(self.max_attempts):
+        for attempt in range(1, self.max_attempts + 1):
             if not pending:
                 break
             replies = self.llm.batch(
@@ -181,13 +220,15 @@ class PairwiseJudge:
                 config=self._config(callbacks),
                 return_exceptions=True,
             )
-            pending = self._absorb(judgments, pending, replies)
+            pending, faulted = self._absorb(judgments, pending, replies)
+            if pending and attempt < self.max_attempts and faulted:
+                time.sleep(backoff_delay(attempt, base=self.retry_backoff))
         return self._finish(query, judgments, keys)
 
     async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`judge`."""
         judgments, pending, keys = self._start(query, rules)
-        for _ in range(self.max_attempts):
+        for attempt in range(1, self.max_attempts + 1):
             if not pending:
                 break
             replies = await self.llm.abatch(
@@ -195,11 +236,14 @@ class PairwiseJudge:
                 config=self._config(callbacks),
                 return_exceptions=True,
             )
-            pending = self._absorb(judgments, pending, replies)
+            pending, faulted = self._absorb(judgments, pending, replies)
+            if pending and attempt < self.max_attempts and faulted:
+                await asyncio.sleep(backoff_delay(attempt, base=self.retry_backoff))
         return self._finish(query, judgments, keys)
 
     def _start(self, query: str, rules: Sequence[Rule]) -> tuple[list[Judgment], list[int], list[str | None]]:
         """Fresh judgments, cached ones filled in; the indices still to judge; each pair's cache key."""
+        self._check_length(query, rules)
         judgments = [Judgment(rule_id=r.rule_id) for r in rules]
         if self.cache is None:
             return judgments, list(range(len(rules))), [None] * len(rules)
@@ -227,16 +271,32 @@ class PairwiseJudge:
             judgment.probability, judgment.reply, judgment.cached = hit.probability, hit.reply, True
         return judgments, pending, keys
 
-    def _absorb(self, judgments: list[Judgment], pending: list[int], replies: Sequence[Any]) -> list[int]:
-        """Record replies; return the indices that need another attempt."""
+    def _check_length(self, query: str, rules: Sequence[Rule]) -> None:
+        if self.context_tokens is None or not rules:
+            return
+        longest = max(rules, key=lambda r: len(self.prompt.render_rule(r)))
+        needed = estimate_tokens("\n\n".join(str(m.content) for m in self.messages(query, longest))) + 16
+        if needed > self.context_tokens:
+            raise InputTooLongError(
+                f"the input is about {estimate_tokens(query)} tokens ({len(query)} characters); with the judge "
+                f"prompt it needs about {needed} tokens, more than the judge model's context of "
+                f"{self.context_tokens} tokens: shorten or split the input"
+            )
+
+    def _absorb(self, judgments: list[Judgment], pending: list[int], replies: Sequence[Any]) -> tuple[list[int], bool]:
+        """Record replies; return the indices that need another attempt, and whether a request raised."""
         retry: list[int] = []
+        faulted = False
         for index, reply in zip(pending, replies, strict=True):
             judgment = judgments[index]
             judgment.attempts += 1
             if isinstance(reply, BaseException):
-                judgment.error = f"{type(reply).__name__}: {reply}"
+                judgment.error = f"{describe_error(reply)} (from {describe_model(self.llm)})"
                 judgment.reply = ""
-                retry.append(index)
+                # A transport fault the model's client already retried is not sent again.
+                if not (is_transient(reply) and client_retries(self.llm)):
+                    retry.append(index)
+                    faulted = True
                 continue
             if isinstance(reply, AIMessage) and reply.usage_metadata:
                 judgment.prompt_tokens += reply.usage_metadata.get("input_tokens", 0)
@@ -251,9 +311,9 @@ class PairwiseJudge:
             judgment.applies = verdict.applies
             judgment.probability = verdict.probability
             judgment.error = None
-        return retry
+        return retry, faulted
 
-    def _finish(self, query: str, judgments: list[Judgment], keys: Sequence[str | None] = ()) -> MatchResult:
+    def _finish(self, query: str, judgments: list[Judgment], keys: Sequence[str | None]) -> MatchResult:
         if self.cache is not None:
             for judgment, key in zip(judgments, keys, strict=True):
                 if key is not None and not judgment.cached and judgment.error is None and judgment.attempts:
@@ -264,14 +324,16 @@ class PairwiseJudge:
             for judgment in failed:
                 judgment.applies = False
             if len(failed) == len(judgments) and all(not j.reply for j in failed):
+                last = failed[-1]
                 raise MatcherError(
-                    f"all {len(judgments)} judgments failed calling {type(self.llm).__name__}; "
-                    f"last error: {failed[-1].error}"
+                    f"all {len(judgments)} judgments failed calling {describe_model(self.llm)}; "
+                    f"last: judgment of rule {last.rule_id} after {last.attempts} attempt(s): {last.error}"
                 )
             logger.warning(
-                "%d of %d judgments failed after %d attempts and were counted as NO: %s",
+                "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s",
                 len(failed),
                 len(judgments),
+                describe_model(self.llm),
                 self.max_attempts,
                 ", ".join(f"{j.rule_id} ({j.error})" for j in failed[:5]),
             )

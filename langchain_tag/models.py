@@ -22,6 +22,16 @@ arguments to :meth:`ModelConfig.from_env`:
                                           (defaults to ``LANGCHAIN_TAG_MODEL``)
 ``LANGCHAIN_TAG_JUDGE_LOGPROBS``          ``true`` (default) / ``false``: ask
                                           the judge for token log-probabilities
+``LANGCHAIN_TAG_MAX_RETRIES``             retries of a timed-out, rate-limited
+                                          (429), 5xx or dropped request, with
+                                          exponential backoff and jitter
+                                          (default 2)
+``LANGCHAIN_TAG_TIMEOUT``                 request timeout in seconds (300)
+``LANGCHAIN_TAG_REQUESTS_PER_SECOND``     client-side rate limit shared by all
+                                          models of the process (unset: none)
+``LANGCHAIN_TAG_CONTEXT_TOKENS``          the endpoint model's context window,
+                                          to refuse over-long judge inputs
+                                          (local: ``LANGCHAIN_TAG_LOCAL_CTX``)
 ========================================  =====================================
 """
 
@@ -36,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.rate_limiters import BaseRateLimiter
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
@@ -46,6 +57,7 @@ __all__ = [
     "get_chat_model",
     "get_embeddings",
     "model_identity",
+    "rate_limiter",
 ]
 
 Provider = Literal["local", "openai"]
@@ -87,7 +99,15 @@ class ModelConfig:
         judge_model: Model name for the judge role; ``None`` means ``model``.
         judge_logprobs: Whether the judge requests token log-probabilities.
         timeout: Request timeout in seconds.
-        max_retries: Retries on transient request errors.
+        max_retries: Retries on transient request errors (timeouts, 429,
+            5xx, connection errors), done by the OpenAI client with
+            exponential backoff and jitter; TAG's own retries then do not
+            resend these (see :mod:`langchain_tag.faults`).
+        requests_per_second: Client-side rate limit (an
+            ``InMemoryRateLimiter`` shared by every model of the process);
+            ``None`` for none.
+        context_tokens: Context window of the endpoint's model, if known;
+            the local provider uses ``local_ctx``.
     """
 
     provider: Provider = "local"
@@ -101,6 +121,8 @@ class ModelConfig:
     judge_logprobs: bool = True
     timeout: float = 300.0
     max_retries: int = 2
+    requests_per_second: float | None = None
+    context_tokens: int | None = None
 
     def __post_init__(self) -> None:
         """Normalise and validate the fields.
@@ -122,6 +144,12 @@ class ModelConfig:
             )
         if self.local_ctx <= 0:
             raise ValueError(f"local_ctx must be positive, got {self.local_ctx}.")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}.")
+        if self.timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {self.timeout}.")
+        if self.requests_per_second is not None and self.requests_per_second <= 0:
+            raise ValueError(f"requests_per_second must be positive, got {self.requests_per_second}.")
         object.__setattr__(self, "provider", provider)
         object.__setattr__(self, "local_model", local_model)
 
@@ -168,6 +196,14 @@ class ModelConfig:
             values["judge_model"] = judge_model
         if (judge_logprobs := get("JUDGE_LOGPROBS")) is not None:
             values["judge_logprobs"] = _parse_bool("LANGCHAIN_TAG_JUDGE_LOGPROBS", judge_logprobs)
+        if (retries := get("MAX_RETRIES")) is not None:
+            values["max_retries"] = _parse_int("LANGCHAIN_TAG_MAX_RETRIES", retries)
+        if (timeout := get("TIMEOUT")) is not None:
+            values["timeout"] = _parse_float("LANGCHAIN_TAG_TIMEOUT", timeout)
+        if (rps := get("REQUESTS_PER_SECOND")) is not None:
+            values["requests_per_second"] = _parse_float("LANGCHAIN_TAG_REQUESTS_PER_SECOND", rps)
+        if (context := get("CONTEXT_TOKENS")) is not None:
+            values["context_tokens"] = _parse_int("LANGCHAIN_TAG_CONTEXT_TOKENS", context)
 
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
@@ -179,6 +215,10 @@ class ModelConfig:
     def with_overrides(self, **overrides: Any) -> ModelConfig:
         """Return a copy with some fields replaced."""
         return replace(self, **overrides)
+
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, where known."""
+        return self.local_ctx if self.provider == "local" else self.context_tokens
 
     def model_for(self, role: Role) -> str | None:
         """Return the configured endpoint model name for ``role``."""
@@ -228,6 +268,8 @@ def get_chat_model(
         "timeout": cfg.timeout,
         "max_retries": cfg.max_retries,
     }
+    if cfg.requests_per_second is not None:
+        kwargs["rate_limiter"] = rate_limiter(cfg.requests_per_second)
     if cfg.provider == "local":
         kwargs.update(_local_endpoint(cfg))
     else:
@@ -290,6 +332,21 @@ def _remote_endpoint(cfg: ModelConfig, role: Role) -> dict[str, Any]:
     if cfg.base_url is not None:
         endpoint["base_url"] = cfg.base_url
     return endpoint
+
+
+@functools.cache
+def rate_limiter(requests_per_second: float) -> BaseRateLimiter:
+    """The process-wide ``InMemoryRateLimiter`` for a request rate (one per rate, shared by all roles).
+
+    Bursts are capped at one second's worth of requests (at least one).
+    """
+    from langchain_core.rate_limiters import InMemoryRateLimiter
+
+    return InMemoryRateLimiter(
+        requests_per_second=requests_per_second,
+        check_every_n_seconds=min(0.1, 1.0 / requests_per_second),
+        max_bucket_size=max(1.0, requests_per_second),
+    )
 
 
 def model_identity(llm: Any) -> str:
@@ -362,6 +419,13 @@ def _parse_bool(name: str, value: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError(f"{name} must be true or false, got {value!r}.")
+
+
+def _parse_float(name: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {value!r}.") from None
 
 
 def _parse_int(name: str, value: str) -> int:

@@ -73,6 +73,10 @@ class ApplicabilityRetriever(BaseRetriever):
             judged before costs no call. In memory per retriever by default;
             pass a :class:`~langchain_tag.verdict_cache.SQLiteVerdictCache` to
             keep verdicts across runs, or ``None`` to judge every time.
+        context_tokens: The judge model's context window; a query whose
+            prompt would not fit is refused with
+            :class:`~langchain_tag.matcher.InputTooLongError` (never
+            truncated). ``None`` skips the check.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -87,6 +91,7 @@ class ApplicabilityRetriever(BaseRetriever):
     vectorstore: VectorStore | None = None
     candidates: int | None = Field(default=None, ge=1)
     cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
+    context_tokens: int | None = Field(default=None, ge=1)
 
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _judge: PairwiseJudge = PrivateAttr()
@@ -113,6 +118,7 @@ class ApplicabilityRetriever(BaseRetriever):
             threshold=self.threshold,
             max_concurrency=self.max_concurrency,
             cache=self.cache,
+            context_tokens=self.context_tokens,
         )
         return self
 

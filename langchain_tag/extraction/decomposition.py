@@ -16,7 +16,7 @@ from langchain_tag.extraction.span_detection import Span
 from langchain_tag.parsing import ParseError, parse_json_object
 from langchain_tag.prompts import decomposition_messages
 
-__all__ = ["AtomicUnit", "collect_units", "decomposition_calls", "unsplit_unit"]
+__all__ = ["AtomicUnit", "collect_units", "decomposition_calls", "local_span_ids", "unsplit_unit"]
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,19 @@ def decomposition_calls(batches: Sequence[Sequence[Span]], *, domain: str) -> li
     """One phase-2 call per batch of spans."""
     calls = []
     for batch in batches:
-        payload = [{"span_id": s.span_id, "text": s.text, "normative_type": s.normative_type} for s in batch]
+        # Ids local to the batch: the prompt does not depend on spans elsewhere in the document.
+        payload = [
+            {"span_id": local, "text": s.text, "normative_type": s.normative_type}
+            for local, s in zip(local_span_ids(len(batch)), batch, strict=True)
+        ]
         key = f"{batch[0].span_id}..{batch[-1].span_id}"
         calls.append(Call(2, key, decomposition_messages(domain=domain, spans=payload), _parse))
     return calls
+
+
+def local_span_ids(count: int) -> list[str]:
+    """The span ids a phase-2 prompt uses for a batch of ``count`` spans: S-001, S-002, ..."""
+    return [f"S-{i:03d}" for i in range(1, count + 1)]
 
 
 def unsplit_unit(span: Span) -> AtomicUnit:
@@ -71,9 +80,11 @@ def collect_units(
     (or the whole batch, when its call failed) become one unsplit unit.
     """
     by_id = {s.span_id: s for s in batch}
+    local = dict(zip(local_span_ids(len(batch)), (s.span_id for s in batch), strict=True))
     got: dict[str, list[AtomicUnit]] = {s.span_id: [] for s in batch}
     for raw in raw_units or []:
         span_id = str(raw.get("source_span_id") or "").strip()
+        span_id = local.get(span_id, span_id)
         if span_id not in by_id and len(batch) == 1:
             span_id = batch[0].span_id
         text = str(raw.get("text") or "").strip()

@@ -74,9 +74,20 @@ def _parse(text: str) -> list[dict[str, Any]]:
 
 def dedup_calls(groups: Sequence[Sequence[Rule]], *, domain: str) -> list[Call[list[dict[str, Any]]]]:
     """One phase-4 call per group."""
-    return [
-        Call(4, f"{len(g)} rules from {g[0].rule_id}", dedup_messages(domain=domain, rules=g), _parse) for g in groups
-    ]
+    calls = []
+    for group in groups:
+        # Ids local to the group: the prompt does not depend on how rules elsewhere were numbered.
+        renamed = [
+            r.model_copy(update={"rule_id": local}) for local, r in zip(_local_ids(len(group)), group, strict=True)
+        ]
+        calls.append(
+            Call(4, f"{len(group)} rules from {group[0].rule_id}", dedup_messages(domain=domain, rules=renamed), _parse)
+        )
+    return calls
+
+
+def _local_ids(count: int) -> list[str]:
+    return [f"R-{i:03d}" for i in range(1, count + 1)]
 
 
 def collect_relations(
@@ -84,9 +95,11 @@ def collect_relations(
 ) -> list[Relation]:
     """Keep the well-formed pairs between two distinct, tag-sharing rules of the group."""
     by_id = {r.rule_id: r for r in group}
+    local = dict(zip(_local_ids(len(group)), (r.rule_id for r in group), strict=True))
     out = []
     for raw in raw_pairs or []:
         a, b = str(raw.get("rule_a") or "").strip(), str(raw.get("rule_b") or "").strip()
+        a, b = local.get(a, a), local.get(b, b)
         relation = str(raw.get("relation") or "").strip().lower()
         action = str(raw.get("preferred_action") or "").strip().lower()
         if a not in by_id or b not in by_id or a == b:

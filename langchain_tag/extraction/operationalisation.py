@@ -40,12 +40,20 @@ def operationalisation_calls(
     """One phase-3 call per batch of units."""
     calls = []
     for batch in batches:
-        payload = [{"atomic_id": u.atomic_id, "text": u.text, "original_text": u.original_text} for u in batch]
+        # Ids local to the batch: the prompt does not depend on units elsewhere in the document.
+        payload = [
+            {"atomic_id": local, "text": u.text, "original_text": u.original_text}
+            for local, u in zip(_local_ids(len(batch)), batch, strict=True)
+        ]
         messages = operationalisation_messages(
             domain=domain, units=payload, rich_schema=rich_schema, task_input=task_input
         )
         calls.append(Call(3, f"{batch[0].atomic_id}..{batch[-1].atomic_id}", messages, _parse))
     return calls
+
+
+def _local_ids(count: int) -> list[str]:
+    return [f"A-{i:03d}" for i in range(1, count + 1)]
 
 
 def _tags(value: Any) -> list[str]:
@@ -89,9 +97,11 @@ def collect_rules(
         the units that did not.
     """
     by_id = {u.atomic_id: u for u in batch}
+    local = dict(zip(_local_ids(len(batch)), (u.atomic_id for u in batch), strict=True))
     drafts: dict[str, RuleDraft] = {}
     for position, raw in enumerate(raw_rules or []):
         atomic_id = str(raw.get("atomic_id") or "").strip()
+        atomic_id = local.get(atomic_id, atomic_id)
         if atomic_id not in by_id and len(raw_rules or []) == len(batch):
             atomic_id = batch[position].atomic_id  # ids dropped but order kept
         unit = by_id.get(atomic_id)

@@ -63,6 +63,7 @@ class ExtractionReport:
 
         counts = ", ".join(f"{k} {v}" for k, v in self.counts.items())
         calls = sum(u.calls for u in self.usage.values())
+        reused = sum(u.reused for u in self.usage.values())
         tokens = sum(u.prompt_tokens + u.completion_tokens for u in self.usage.values())
         lines = [
             f"{counts}",
@@ -70,8 +71,12 @@ class ExtractionReport:
             f"independence {pct(self.independence)}",
             f"dropped {len(self.dropped_rules)}, merged {len(self.merged)}, conflicts {len(self.conflicts)}, "
             f"uncovered spans {len(self.uncovered_spans)}, failed calls {len(self.failures)}",
-            f"LLM calls {calls}, tokens {tokens}",
+            f"LLM calls {calls}, tokens {tokens}" + (f", {reused} calls reused from the store" if reused else ""),
         ]
+        for failure in self.failures[:5]:
+            lines.append(f"failed: phase {failure.phase} {failure.key!r} after {failure.attempts}: {failure.error}")
+        if len(self.failures) > 5:
+            lines.append(f"... and {len(self.failures) - 5} more failed calls (see the report)")
         if self.skipped_phases:
             lines.append(f"skipped phases: {', '.join(map(str, self.skipped_phases))}")
         return "\n".join(lines)

@@ -9,6 +9,7 @@ with async ones, so the sync and async paths cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
@@ -28,6 +29,7 @@ from langchain_tag.extraction.operationalisation import (
 from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
 from langchain_tag.extraction.sections import Section, split_sections
 from langchain_tag.extraction.span_detection import Span, locate_spans, paragraph_spans, span_calls
+from langchain_tag.extraction.store import ExtractionStore, open_store
 from langchain_tag.extraction.verification import (
     independence_ratio,
     uncovered_spans,
@@ -77,6 +79,15 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         max_attempts: Attempts per LLM call before it is reported as failed.
         show_progress: Progress bars: ``None`` shows them only on a terminal.
         callbacks: LangChain callbacks passed to every call.
+        store: Where finished calls are kept so an interrupted run resumes
+            (:class:`~langchain_tag.extraction.store.ExtractionStore` or the
+            path of its SQLite file); ``None`` keeps nothing. A rerun with the
+            same store redoes no finished call and gives the same rules, and
+            after editing one section only that section's calls are made
+            again (plus the phase-4 calls of the tag groups its rules join).
+        retry_backoff: Base delay (seconds, exponential, with jitter) before
+            resending requests that raised, when the model's own client does
+            not retry them (see :mod:`langchain_tag.faults`).
 
     After :meth:`transform_documents`, ``last_result`` holds the full
     :class:`~langchain_tag.extraction.report.ExtractionResult` (rules, report,
@@ -102,6 +113,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         max_attempts: int = 2,
         show_progress: bool | None = None,
         callbacks: Callbacks = None,
+        store: ExtractionStore | str | Path | None = None,
+        retry_backoff: float = 1.0,
     ) -> None:
         skip = tuple(sorted(set(skip_phases)))
         unknown = [p for p in skip if p not in PHASES]
@@ -127,6 +140,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         self.max_attempts = max_attempts
         self.show_progress = show_progress
         self.callbacks = callbacks
+        self.store = open_store(store)
+        self.retry_backoff = retry_backoff
         self.last_result: ExtractionResult | None = None
 
     # ------------------------------------------------------------------ API
@@ -174,6 +189,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             max_attempts=self.max_attempts,
             show_progress=self.show_progress,
             callbacks=self.callbacks,
+            store=self.store,
+            retry_backoff=self.retry_backoff,
         )
 
     @staticmethod
@@ -276,7 +293,11 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         for attempt in (1, 2):
             if not pending:
                 break
-            batches = _batches(pending, self.units_per_call)
+            # Batches never mix sections, so editing one section leaves the others' prompts unchanged.
+            by_section: dict[str, list[AtomicUnit]] = {}
+            for unit in pending:
+                by_section.setdefault(span_by_id[unit.span_id].section_id, []).append(unit)
+            batches = [b for group in by_section.values() for b in _batches(group, self.units_per_call)]
             desc = "phase 3: rules" if attempt == 1 else "phase 3: missing rules"
             calls = operationalisation_calls(
                 batches, domain=self.domain, task_input=self.task_input, rich_schema=self.rich_schema
@@ -326,9 +347,10 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         notes: list[str],
     ) -> _Step:
         threshold = self.faithfulness_threshold
-        kept, dropped = verify_faithfulness(rules, texts, threshold=threshold)
+        anchors = {s.span_id: s.start for s in spans}
+        kept, dropped = verify_faithfulness(rules, texts, threshold=threshold, anchors=anchors)
         checked = len(rules)
-        absorbed, _ = verify_faithfulness(merged_away, texts, threshold=threshold)
+        absorbed, _ = verify_faithfulness(merged_away, texts, threshold=threshold, anchors=anchors)
         missing = uncovered_spans(
             spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold
         )
@@ -338,7 +360,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             drafts = yield from self._phase3(redo, span_by_id, notes)
             next_id = 1 + max((int(r.rule_id.rsplit("-", 1)[-1]) for r in rules + merged_away), default=0)
             extra = self._number(drafts, span_by_id, start=next_id)
-            extra_kept, extra_dropped = verify_faithfulness(extra, texts, threshold=threshold)
+            extra_kept, extra_dropped = verify_faithfulness(extra, texts, threshold=threshold, anchors=anchors)
             kept, dropped, checked = kept + extra_kept, dropped + extra_dropped, checked + len(extra)
             missing = uncovered_spans(
                 spans, self._ranges(kept, absorbed, report.merged), min_overlap=self.coverage_threshold

@@ -41,12 +41,25 @@ def find_source(source: str, document: str, *, threshold: float = 0.85) -> tuple
 
 
 def verify_faithfulness(
-    rules: Sequence[Rule], documents: Mapping[str, str], *, threshold: float = 0.85
+    rules: Sequence[Rule],
+    documents: Mapping[str, str],
+    *,
+    threshold: float = 0.85,
+    anchors: Mapping[str, int] | None = None,
 ) -> tuple[list[Rule], list[DroppedRule]]:
     """Keep the rules whose source text is found in their document.
 
     Kept rules are copies carrying ``source_start``, ``source_end`` and
     ``faithfulness``.
+
+    Args:
+        rules: The rules to check.
+        documents: Document id -> text.
+        threshold: Fuzzy ratio a source must exceed.
+        anchors: Span id -> the span's document offset. When a rule's source
+            occurs verbatim at its span, that occurrence is used, so a
+            sentence repeated elsewhere in the document is not credited to
+            the first place it appears.
     """
     kept: list[Rule] = []
     dropped: list[DroppedRule] = []
@@ -55,7 +68,13 @@ def verify_faithfulness(
         if document is None:
             dropped.append(DroppedRule(rule.rule_id, rule.rule_name, f"unknown document {rule.document_id!r}"))
             continue
-        found = find_source(rule.source_text, document, threshold=threshold)
+        anchor = (anchors or {}).get(rule.span_id or "")
+        needle = rule.source_text.strip()
+        found = None
+        if anchor is not None and needle and document.startswith(needle, anchor):
+            found = (anchor, anchor + len(needle), 1.0)
+        if found is None:
+            found = find_source(rule.source_text, document, threshold=threshold)
         if found is None:
             dropped.append(
                 DroppedRule(

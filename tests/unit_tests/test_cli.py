@@ -46,3 +46,68 @@ def test_match_with_fake_model(
     path = save_rules(rules, tmp_path / "rules.jsonl")
     assert main(["match", "def f():\n\treturn 1", "--rules", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"rule_id": "R-003", "p_yes": pytest.approx(0.9)}]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["match", "x", "--rules", "r.jsonl", "--predicate", "similarity"],
+        ["extract", "doc.md", "-o", "r.jsonl", "--fast"],
+        ["frobnicate"],
+        ["run", "x", "--rules", "r.jsonl", "--mode", "bm25"],
+    ],
+)
+def test_usage_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "error:" in err and "--help" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "contains no text"),
+        (b"  \n\t\n", "contains no text"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "looks binary"),
+        (b"caf\xe9 must be served hot", "cannot read"),
+    ],
+)
+def test_extract_refuses_unreadable_documents_in_one_line(
+    content: bytes, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import langchain_tag.models as models
+    from langchain_tag.testing import fake_extractor
+
+    llm = fake_extractor()
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: llm)
+    doc = tmp_path / "policy.md"
+    doc.write_bytes(content)
+    assert main(["extract", str(doc), "-o", str(tmp_path / "r.jsonl"), "--no-store"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("langchain-tag: error:") and expected in err and len(err.strip().splitlines()) == 1
+    assert llm.calls == 0
+
+
+def test_duplicate_rule_ids_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], rules: list[Rule]) -> None:
+    path = tmp_path / "r.jsonl"
+    save_rules(rules, path)
+    path.write_text(path.read_text() + rules[0].model_dump_json() + "\n")
+    assert main(["match", "x", "--rules", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "duplicate rule_id 'R-001'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_provider_down_is_one_line_naming_provider(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, rules: list[Rule]
+) -> None:
+    import langchain_tag.models as models
+    from langchain_tag.testing import FakeChatModel
+
+    monkeypatch.setattr(
+        models, "get_chat_model", lambda **kw: FakeChatModel(respond=lambda t: TimeoutError("timed out"))
+    )
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    assert main(["match", "x", "--rules", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "all 5 judgments failed calling FakeChatModel" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,121 @@
+"""A persistent store of finished extraction calls, so an interrupted run resumes.
+
+Each row is one LLM call that returned a readable reply, keyed by a SHA-256
+over the model's identity, the extraction prompt version, the phase and the
+exact prompt messages. :class:`~langchain_tag.extraction.calls.CallRunner`
+looks a call up before sending it and writes its reply as soon as it arrives,
+so killing the process loses at most the calls in flight, and running the
+same extraction again redoes none of the finished ones. Since a phase-1
+prompt holds one section's text, editing one section changes only that
+section's calls (and those of its spans and units downstream).
+
+The file is SQLite in WAL mode: safe to share between threads and processes,
+and every write is committed at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage
+
+from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
+
+__all__ = ["ExtractionStore", "StoredReply", "call_key", "open_store"]
+
+
+@dataclass(frozen=True)
+class StoredReply:
+    """A finished call: the raw reply text and the tokens it cost."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def call_key(
+    *, model: str, phase: int, messages: Sequence[BaseMessage], prompt_version: str = EXTRACTION_PROMPT_VERSION
+) -> str:
+    """The store key of one call: a SHA-256 over everything that determines its reply.
+
+    Args:
+        model: The extraction model's identity
+            (:func:`~langchain_tag.models.model_identity`).
+        phase: The phase number.
+        messages: The exact prompt.
+        prompt_version: The extraction prompts' version.
+    """
+    prompt = [[m.type, m.content] for m in messages]
+    payload = json.dumps([model, prompt_version, phase, prompt], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ExtractionStore:
+    """Finished extraction calls in a SQLite file.
+
+    Args:
+        path: The database file; created with its directory if missing.
+        timeout: Seconds to wait for a lock held by another process.
+    """
+
+    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._timeout = timeout
+        self._local = threading.local()
+        with self._connection() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS calls ("
+                "key TEXT PRIMARY KEY, phase INTEGER NOT NULL, reply TEXT NOT NULL, "
+                "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL)"
+            )
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self._timeout)
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> StoredReply | None:
+        """The reply stored under ``key``, or ``None``."""
+        row = (
+            self._connection()
+            .execute("SELECT reply, prompt_tokens, completion_tokens FROM calls WHERE key = ?", (key,))
+            .fetchone()
+        )
+        return None if row is None else StoredReply(row[0], int(row[1]), int(row[2]))
+
+    def put(self, key: str, phase: int, reply: StoredReply) -> None:
+        """Store a finished call; committed before returning."""
+        with self._connection() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO calls (key, phase, reply, prompt_tokens, completion_tokens, created) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (key, phase, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
+            )
+
+    def __len__(self) -> int:
+        return int(self._connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def open_store(store: ExtractionStore | str | Path | None) -> ExtractionStore | None:
+    """A store object from a store, a file path, or ``None`` (no store)."""
+    if store is None or isinstance(store, ExtractionStore):
+        return store
+    return ExtractionStore(store)

@@ -1,0 +1,175 @@
+"""Provider faults and malformed replies at query time; retry layering; rate limiter; context policy."""
+
+from __future__ import annotations
+
+import random
+
+import httpx2
+import pytest
+from langchain_core.rate_limiters import InMemoryRateLimiter
+from langchain_openai import ChatOpenAI
+
+import langchain_tag.matcher as matcher_module
+from langchain_tag.faults import backoff_delay, client_retries, describe_model, is_transient
+from langchain_tag.matcher import InputTooLongError, MatcherError, PairwiseJudge
+from langchain_tag.models import ModelConfig, get_chat_model
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, judged_rule_id
+from tests.unit_tests.faults import FAULTS, injecting
+
+
+def _verdicts(text: str) -> str:
+    return "YES" if judged_rule_id(text) in {"R-001", "R-004"} else "NO"
+
+
+MALFORMED = {
+    "not json": "Let me think about this carefully.",
+    "truncated json": '{"verdict": ',
+    "empty": "",
+    "wrong field": '{"answer": "maybe"}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+@pytest.mark.parametrize("verdict_format", ["token", "json"])
+def test_malformed_verdict_is_retried_once_then_counted_no_and_reported(
+    kind: str, verdict_format: str, rules: list[Rule]
+) -> None:
+    respond = injecting(_verdicts, when=lambda t: judged_rule_id(t) == "R-004", fault=lambda t, g: MALFORMED[kind])
+    llm = FakeChatModel(respond=respond)
+    result = PairwiseJudge(llm, verdict_format=verdict_format).judge("q", rules)  # type: ignore[arg-type]
+    assert [j.rule_id for j in result.matched] == ["R-001"]
+    assert [(j.rule_id, j.attempts, j.applies) for j in result.failed] == [("R-004", 2, False)]
+    assert llm.calls == len(rules) + 1
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_flaky_provider_recovers_after_backoff(fault: str, rules: list[Rule], monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[int] = []
+    monkeypatch.setattr(matcher_module, "backoff_delay", lambda attempt, **kw: waits.append(attempt) or 0.0)
+    respond = injecting(_verdicts, when=lambda t: True, fault=lambda t, g: FAULTS[fault](), times=1)
+    result = PairwiseJudge(FakeChatModel(respond=respond)).judge("q", rules)
+    assert [j.rule_id for j in result.matched] == ["R-001", "R-004"] and not result.failed
+    assert waits == [1]
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+async def test_persistent_fault_names_provider_and_rule(fault: str, rules: list[Rule]) -> None:
+    respond = injecting(_verdicts, when=lambda t: judged_rule_id(t) == "R-002", fault=lambda t, g: FAULTS[fault]())
+    judge = PairwiseJudge(FakeChatModel(respond=respond), retry_backoff=0.0)
+    for result in (judge.judge("q", rules), await judge.ajudge("q", rules)):
+        (failed,) = result.failed
+        assert failed.rule_id == "R-002" and failed.attempts == 2
+        assert type(FAULTS[fault]()).__name__ in (failed.error or "") and "FakeChatModel" in (failed.error or "")
+        assert [j.rule_id for j in result.matched] == ["R-001", "R-004"]
+
+
+def test_all_judgments_failing_is_an_error_naming_provider_and_rule(rules: list[Rule]) -> None:
+    with pytest.raises(
+        MatcherError, match=r"all 5 judgments failed calling FakeChatModel; last: judgment of rule R-00"
+    ):
+        PairwiseJudge(FakeChatModel(respond=lambda t: FAULTS["429"]()), retry_backoff=0.0).judge("q", rules)
+
+
+def _openai_judge(handler: object, max_retries: int = 2) -> ChatOpenAI:
+    return ChatOpenAI(
+        model="judge-test",
+        base_url="http://llm.example.test/v1",
+        api_key="k",
+        max_retries=max_retries,
+        max_tokens=1,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),  # type: ignore[arg-type]
+    )
+
+
+def test_openai_client_retries_429_and_the_matcher_does_not_multiply_it(rules: list[Rule]) -> None:
+    requests: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        requests.append(str(request.url))
+        return httpx2.Response(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "Rate limit reached"}})
+
+    with pytest.raises(MatcherError) as caught:
+        PairwiseJudge(_openai_judge(handler)).judge("q", rules[:1])
+    assert len(requests) == 3  # the client's 1 + 2 retries, and no second round from the matcher
+    message = str(caught.value)
+    assert "ChatOpenAI model 'judge-test' at http://llm.example.test/v1" in message
+    assert "judgment of rule R-001" in message and "429" in message
+
+
+def test_openai_client_recovers_from_503(rules: list[Rule]) -> None:
+    count = {"n": 0}
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        count["n"] += 1
+        if count["n"] == 1:
+            return httpx2.Response(503, headers={"retry-after-ms": "1"}, json={"error": {"message": "overloaded"}})
+        return httpx2.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "judge-test",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "YES"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+            },
+        )
+
+    result = PairwiseJudge(_openai_judge(handler)).judge("q", rules[:1])
+    assert [j.rule_id for j in result.matched] == ["R-001"] and count["n"] == 2
+
+
+def test_is_transient_and_client_retries() -> None:
+    assert all(is_transient(make()) for make in FAULTS.values())
+    assert not is_transient(ValueError("bad")) and not is_transient(KeyError("x"))
+    assert client_retries(_openai_judge(lambda r: None)) == 2 and client_retries(FakeChatModel(respond=str)) == 0
+    assert (
+        describe_model(ChatOpenAI(model="gpt-x", api_key="k"))
+        == "ChatOpenAI model 'gpt-x' at https://api.openai.com/v1"
+    )
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
+    rng = random.Random(0)
+    delays = [[backoff_delay(a, base=1.0, cap=8.0, rng=rng) for a in (1, 2, 3, 4, 5)] for _ in range(50)]
+    for row in delays:
+        for attempt, delay in enumerate(row, start=1):
+            ceiling = min(8.0, 2 ** (attempt - 1))
+            assert ceiling / 2 <= delay <= ceiling
+    assert len({round(row[2], 6) for row in delays}) > 40  # jittered
+    assert backoff_delay(3, base=0.0) == 0.0
+
+
+def test_rate_limiter_and_retries_are_configurable() -> None:
+    env = {
+        "LANGCHAIN_TAG_PROVIDER": "openai",
+        "LANGCHAIN_TAG_BASE_URL": "http://llm.example.test/v1",
+        "LANGCHAIN_TAG_MODEL": "m",
+        "LANGCHAIN_TAG_REQUESTS_PER_SECOND": "4",
+        "LANGCHAIN_TAG_MAX_RETRIES": "5",
+        "LANGCHAIN_TAG_TIMEOUT": "12.5",
+        "LANGCHAIN_TAG_CONTEXT_TOKENS": "32000",
+    }
+    cfg = ModelConfig.from_env(env)
+    assert (cfg.requests_per_second, cfg.max_retries, cfg.timeout, cfg.context_window()) == (4.0, 5, 12.5, 32000)
+    judge, executor = get_chat_model(cfg, role="judge"), get_chat_model(cfg, role="executor")
+    assert isinstance(judge.rate_limiter, InMemoryRateLimiter) and judge.rate_limiter is executor.rate_limiter
+    assert judge.rate_limiter.requests_per_second == 4.0 and judge.max_retries == 5  # type: ignore[attr-defined]
+    assert get_chat_model(ModelConfig.from_env({**env, "LANGCHAIN_TAG_REQUESTS_PER_SECOND": ""})).rate_limiter is None
+    for bad in ({"LANGCHAIN_TAG_REQUESTS_PER_SECOND": "fast"}, {"LANGCHAIN_TAG_REQUESTS_PER_SECOND": "-1"}):
+        with pytest.raises(ValueError, match=r"REQUESTS_PER_SECOND|requests_per_second"):
+            ModelConfig.from_env({**env, **bad})
+
+
+def test_over_long_input_is_refused_before_any_call(rules: list[Rule]) -> None:
+    llm = FakeChatModel(respond=_verdicts)
+    judge = PairwiseJudge(llm, context_tokens=2000)
+    assert judge.judge("x = 1", rules).matched
+    with pytest.raises(InputTooLongError, match=r"about \d+ tokens .*context of 2000 tokens"):
+        judge.judge("word " * 3000, rules)
+    assert llm.calls == len(rules)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, context_tokens=2000, cache=None)
+    with pytest.raises(InputTooLongError):
+        retriever.invoke("word " * 3000)
