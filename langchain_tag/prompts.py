@@ -42,7 +42,7 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v5"
+EXTRACTION_PROMPT_VERSION = "extract-v6"  # v6: ids in phase 2-4 prompts are numbered per batch
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
