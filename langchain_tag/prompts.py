@@ -365,7 +365,9 @@ class ExecutorPrompt:
         Args:
             query: The task input.
             units: ``(id, text)`` pairs: rule ids and actions, or chunk ids and text.
-            unit_kind: ``"rules"``, ``"chunks"`` or ``"none"``.
+            unit_kind: ``"rules"``, ``"chunks"`` or ``"none"``. An empty
+                ``units`` gives the same prompt as ``"none"``: a method that
+                matched nothing hands the executor what no retrieval does.
         """
         if unit_kind == "none" or not units:
             reference = self.none_text
@@ -382,7 +384,7 @@ class ExecutorPrompt:
 EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
     "generic": ExecutorPrompt(
         name="generic",
-        version="exec-generic-v1",
+        version="exec-generic-v2",
         system=(
             "You carry out a task on the user's input. Follow the reference guidance where it fits the input; "
             "do not invent facts. Give only the result."
@@ -393,7 +395,7 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
     ),
     "code_review": ExecutorPrompt(
         name="code_review",
-        version="exec-code-review-v1",
+        version="exec-code-review-v2",
         system=(
             "You revise Python code so that it follows a team's review rules. Apply each given rule that the code "
             "breaks and change nothing else; keep the code's behaviour. Output only the revised code, with no "
@@ -405,7 +407,7 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
     ),
     "npov": ExecutorPrompt(
         name="npov",
-        version="exec-npov-v1",
+        version="exec-npov-v2",
         system=(
             "You edit one encyclopedia sentence so that it follows the neutral point of view policy. "
             "Use only edits that can be made with information already in the sentence: add no facts, sources or "
@@ -421,7 +423,7 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
     ),
     "code": ExecutorPrompt(
         name="code",
-        version="exec-code-v1",
+        version="exec-code-v2",
         system=(
             "You complete a Python function. Keep its signature and docstring exactly. Correctness comes first; "
             "then follow the style rules that fit the code you write. Output only the complete code: no Markdown "
@@ -433,7 +435,7 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
     ),
     "nba": ExecutorPrompt(
         name="nba",
-        version="exec-nba-v1",
+        version="exec-nba-v2",
         system=(
             "You decide whether any operation in an NBA salary-cap scenario breaks the collective bargaining "
             "agreement. Use only the facts stated. If the material does not establish that an operation is "

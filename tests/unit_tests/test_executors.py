@@ -36,3 +36,12 @@ def test_executor_chain_runs_for_each_domain(rules: list[Rule], domain: str) -> 
 def test_unknown_domain() -> None:
     with pytest.raises(ValueError, match="generic"):
         executor_chain(FakeChatModel(respond=lambda t: ""), domain="legal")
+
+
+def test_no_matched_units_is_the_no_retrieval_prompt() -> None:
+    from langchain_tag.executors import executor_messages
+    from langchain_tag.testing import prompt_text
+
+    none = prompt_text(executor_messages("x = 1", [], domain="code", unit_kind="none"))
+    assert prompt_text(executor_messages("x = 1", [], domain="code", unit_kind="rules")) == none
+    assert prompt_text(executor_messages("x = 1", [], domain="code", unit_kind="chunks")) == none
