@@ -13,6 +13,7 @@ from langchain_tag.graph import build_tag_graph
 from langchain_tag.matcher import Judgment, MatcherError, MatchResult, PairwiseJudge
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule, RuleFileError, load_rules, rules_from_documents, rules_to_documents, save_rules
+from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 
 __version__ = "0.1.0"
 
@@ -21,6 +22,7 @@ __all__ = [
     "ApplicabilityRetriever",
     "ExtractionReport",
     "ExtractionResult",
+    "InMemoryVerdictCache",
     "Judgment",
     "MatchResult",
     "MatcherError",
@@ -29,6 +31,8 @@ __all__ = [
     "Rule",
     "RuleDocumentTransformer",
     "RuleFileError",
+    "SQLiteVerdictCache",
+    "VerdictCache",
     "build_tag_graph",
     "executor_chain",
     "load_rules",
