@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from langchain_tag.sqlite_file import SQLiteFile
 
 __all__ = [
     "CachedVerdict",
@@ -137,30 +138,20 @@ class SQLiteVerdictCache:
     """
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
-        self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._timeout = timeout
-        self._local = threading.local()
+        self._file = SQLiteFile(
+            path,
+            "CREATE TABLE IF NOT EXISTS verdicts ("
+            "key TEXT PRIMARY KEY, applies INTEGER NOT NULL, probability REAL, reply TEXT NOT NULL, "
+            "created REAL NOT NULL)",
+            timeout=timeout,
+        )
+        self.path = self._file.path
         self.hits = 0
         self.misses = 0
-        with self._connection() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS verdicts ("
-                "key TEXT PRIMARY KEY, applies INTEGER NOT NULL, probability REAL, reply TEXT NOT NULL, "
-                "created REAL NOT NULL)"
-            )
-
-    def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout)
-            self._local.conn = conn
-        return conn
 
     def get(self, key: str) -> CachedVerdict | None:
         row = (
-            self._connection()
+            self._file.connection()
             .execute("SELECT applies, probability, reply FROM verdicts WHERE key = ?", (key,))
             .fetchone()
         )
@@ -171,18 +162,15 @@ class SQLiteVerdictCache:
         return CachedVerdict(applies=bool(row[0]), probability=row[1], reply=row[2])
 
     def put(self, key: str, verdict: CachedVerdict) -> None:
-        with self._connection() as conn:
+        with self._file.connection() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO verdicts (key, applies, probability, reply, created) VALUES (?, ?, ?, ?, ?)",
                 (key, int(verdict.applies), verdict.probability, verdict.reply, time.time()),
             )
 
     def __len__(self) -> int:
-        return int(self._connection().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+        return int(self._file.connection().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
 
     def close(self) -> None:
         """Close this thread's connection."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._file.close()

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
+from langchain_tag.sqlite_file import SQLiteFile
 
 __all__ = ["ExtractionStore", "StoredReply", "call_key", "open_store"]
 
@@ -66,29 +65,19 @@ class ExtractionStore:
     """
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
-        self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._timeout = timeout
-        self._local = threading.local()
-        with self._connection() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS calls ("
-                "key TEXT PRIMARY KEY, phase INTEGER NOT NULL, reply TEXT NOT NULL, "
-                "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL)"
-            )
-
-    def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout)
-            self._local.conn = conn
-        return conn
+        self._file = SQLiteFile(
+            path,
+            "CREATE TABLE IF NOT EXISTS calls ("
+            "key TEXT PRIMARY KEY, phase INTEGER NOT NULL, reply TEXT NOT NULL, "
+            "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL)",
+            timeout=timeout,
+        )
+        self.path = self._file.path
 
     def get(self, key: str) -> StoredReply | None:
         """The reply stored under ``key``, or ``None``."""
         row = (
-            self._connection()
+            self._file.connection()
             .execute("SELECT reply, prompt_tokens, completion_tokens FROM calls WHERE key = ?", (key,))
             .fetchone()
         )
@@ -96,7 +85,7 @@ class ExtractionStore:
 
     def put(self, key: str, phase: int, reply: StoredReply) -> None:
         """Store a finished call; committed before returning."""
-        with self._connection() as conn:
+        with self._file.connection() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO calls (key, phase, reply, prompt_tokens, completion_tokens, created) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -104,14 +93,11 @@ class ExtractionStore:
             )
 
     def __len__(self) -> int:
-        return int(self._connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return int(self._file.connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def close(self) -> None:
         """Close this thread's connection."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._file.close()
 
 
 def open_store(store: ExtractionStore | str | Path | None) -> ExtractionStore | None:
