@@ -30,6 +30,7 @@ __all__ = [
     "describe_error",
     "describe_model",
     "is_transient",
+    "model_name_and_endpoint",
 ]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -78,13 +79,19 @@ def client_retries(llm: Any) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
-def describe_model(llm: Any) -> str:
-    """The provider of a chat model, for error messages: class, model name and endpoint."""
+def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
+    """A chat model's model name and base URL, where it exposes them (``ChatOpenAI`` and alike)."""
     name = next(
         (v for v in (getattr(llm, a, None) for a in ("model_name", "model")) if isinstance(v, str) and v),
         None,
     )
     base_url = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
+    return name, base_url if isinstance(base_url, str) and base_url else None
+
+
+def describe_model(llm: Any) -> str:
+    """The provider of a chat model, for error messages: class, model name and endpoint."""
+    name, base_url = model_name_and_endpoint(llm)
     if type(llm).__name__ == "ChatOpenAI" and not base_url:
         base_url = "https://api.openai.com/v1"
     text = type(llm).__name__

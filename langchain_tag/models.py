@@ -355,12 +355,11 @@ def model_identity(llm: Any) -> str:
     Two models with the same identity are assumed to give the same replies at
     temperature 0 (the verdict and extraction caches rely on it).
     """
-    name = next(
-        (v for v in (getattr(llm, a, None) for a in ("model_name", "model")) if isinstance(v, str) and v),
-        type(llm).__name__,
-    )
-    base_url = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
-    if isinstance(base_url, str) and base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
+    from langchain_tag.faults import model_name_and_endpoint
+
+    found, base_url = model_name_and_endpoint(llm)
+    name = found or type(llm).__name__
+    if base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
         # A local server's port changes between runs; the model file name identifies it.
         return f"{base_url.rstrip('/')}/{name}"
     return name
