@@ -23,6 +23,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
+from langchain_tag.models import model_identity
 from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, rules_to_documents, save_rules
@@ -68,11 +69,6 @@ def demo_transformer(extractor: BaseChatModel) -> RuleDocumentTransformer:
     )
 
 
-def _model_key(llm: BaseChatModel) -> str:
-    name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
-    return str(name)
-
-
 def _log(stream: TextIO, start: float, message: str) -> None:
     print(f"[{time.perf_counter() - start:6.1f}s] {message}", file=stream, flush=True)
 
@@ -81,7 +77,7 @@ def _rules(
     extractor: BaseChatModel, policy: Document, cache_dir: Path | None, refresh: bool, log: TextIO, start: float
 ) -> list[Rule]:
     key = hashlib.sha256(
-        "\n".join([policy.page_content, _model_key(extractor), EXTRACTION_PROMPT_VERSION]).encode()
+        "\n".join([policy.page_content, model_identity(extractor), EXTRACTION_PROMPT_VERSION]).encode()
     ).hexdigest()[:16]
     cached = cache_dir / f"demo-rules-{key}.jsonl" if cache_dir else None
     if cached and cached.exists() and not refresh:
