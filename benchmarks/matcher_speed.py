@@ -49,7 +49,7 @@ from langchain_tag.bench.matcher_speed import (
     synthetic_rules,
 )
 from langchain_tag.matcher import PairwiseJudge
-from langchain_tag.models import get_chat_model, get_embeddings
+from langchain_tag.local.models import get_chat_model, get_embeddings
 from langchain_tag.parsing import ParseError, parse_verdict
 from langchain_tag.prompts import JUDGE_PROMPTS, rule_first_messages
 from langchain_tag.rules import Rule

@@ -7,31 +7,45 @@ text: extract atomic condition -> action rules from a document offline
 actions (:func:`build_tag_graph`).
 """
 
+from langchain_tag.errors import (
+    DocumentLoadError,
+    InputTooLongError,
+    MissingExtraError,
+    ParseError,
+    ProviderError,
+    RuleFileError,
+    TagError,
+)
 from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import ExtractionReport, ExtractionResult, RuleDocumentTransformer
 from langchain_tag.graph import build_tag_graph
-from langchain_tag.matcher import Judgment, MatcherError, MatchResult, PairwiseJudge
+from langchain_tag.matcher import Judgment, MatchResult, PairwiseJudge
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
-from langchain_tag.rules import Rule, RuleFileError, load_rules, rules_from_documents, rules_to_documents, save_rules
+from langchain_tag.rules import Rule, load_rules, rules_from_documents, rules_to_documents, save_rules
 from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AllRulesRetriever",
+    "DocumentLoadError",
     "ApplicabilityRetriever",
     "ExtractionReport",
     "ExtractionResult",
     "InMemoryVerdictCache",
+    "InputTooLongError",
     "Judgment",
     "MatchResult",
-    "MatcherError",
+    "MissingExtraError",
     "PairwiseJudge",
+    "ParseError",
+    "ProviderError",
     "RelevanceRetriever",
     "Rule",
     "RuleDocumentTransformer",
     "RuleFileError",
     "SQLiteVerdictCache",
+    "TagError",
     "VerdictCache",
     "build_tag_graph",
     "executor_chain",

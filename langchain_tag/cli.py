@@ -1,6 +1,6 @@
 """The ``langchain-tag`` command line: extract, match, run, demo, bench.
 
-Models come from :mod:`langchain_tag.models`, configured by environment
+Models come from :mod:`langchain_tag.local.models`, configured by environment
 variables (``LANGCHAIN_TAG_PROVIDER``, ``LANGCHAIN_TAG_BASE_URL``, ...): the
 embedded local model by default, or any OpenAI-compatible endpoint.
 
@@ -43,9 +43,9 @@ def _parse_phases(value: str) -> set[int]:
 def _cmd_extract(args: argparse.Namespace) -> int:
     from langchain_tag.extraction import RuleDocumentTransformer
     from langchain_tag.loaders import load_document
-    from langchain_tag.models import get_chat_model
+    from langchain_tag.local.models import get_chat_model
     from langchain_tag.rules import save_rules
-    from langchain_tag.weights import default_cache_dir
+    from langchain_tag.local.weights import default_cache_dir
 
     documents = [load_document(p) for p in args.documents]
     store = None if args.no_store else (args.store or default_cache_dir() / "extraction-store.sqlite")
@@ -68,7 +68,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
-    from langchain_tag.models import ModelConfig, get_chat_model
+    from langchain_tag.local.models import ModelConfig, get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
 
@@ -102,7 +102,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.loaders import load_document
-    from langchain_tag.models import get_chat_model, get_embeddings
+    from langchain_tag.local.models import get_chat_model, get_embeddings
     from langchain_tag.rules import load_rules, rules_to_documents
 
     rules = rules_to_documents(load_rules(args.rules))
@@ -130,8 +130,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from langchain_tag.demo import run_demo
-    from langchain_tag.models import get_chat_model, get_embeddings
-    from langchain_tag.weights import default_cache_dir
+    from langchain_tag.local.models import get_chat_model, get_embeddings
+    from langchain_tag.local.weights import default_cache_dir
 
     run_demo(
         judge=get_chat_model(role="judge"),

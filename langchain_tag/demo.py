@@ -23,7 +23,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.models import model_identity
+from langchain_tag.faults import model_identity
 from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, rules_to_documents, save_rules

@@ -5,7 +5,7 @@ Retry layering (one layer per kind of fault, so retries never multiply):
 - Transport faults (timeouts, HTTP 429 and 5xx, refused or reset
   connections) are retried by the model's own client when it has one:
   ``ChatOpenAI(max_retries=N)`` retries with exponential backoff and jitter
-  and honours ``Retry-After`` (:func:`~langchain_tag.models.get_chat_model`
+  and honours ``Retry-After`` (:func:`~langchain_tag.local.models.get_chat_model`
   sets ``N`` from ``LANGCHAIN_TAG_MAX_RETRIES``). The extraction runner and
   the matcher then do not send such a call again.
 - A model without client retries (``max_retries`` absent or 0) gets them from
@@ -23,13 +23,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+
 __all__ = [
-    "ProviderError",
     "backoff_delay",
     "client_retries",
     "describe_error",
     "describe_model",
     "is_transient",
+    "model_identity",
     "model_name_and_endpoint",
 ]
 
@@ -53,10 +54,6 @@ _TRANSIENT_NAMES = frozenset(
         "NetworkError",
     }
 )
-
-
-class ProviderError(RuntimeError):
-    """A model provider failed every call of a batch after the last retry."""
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -87,6 +84,20 @@ def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
     )
     base_url = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
     return name, base_url if isinstance(base_url, str) and base_url else None
+
+
+def model_identity(llm: Any) -> str:
+    """A chat model's identity for cache keys: endpoint and model name where known, else the class name.
+
+    Two models with the same identity are assumed to give the same replies at
+    temperature 0 (the verdict and extraction caches rely on it).
+    """
+    found, base_url = model_name_and_endpoint(llm)
+    name = found or type(llm).__name__
+    if base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
+        # A local server's port changes between runs; the model file name identifies it.
+        return f"{base_url.rstrip('/')}/{name}"
+    return name
 
 
 def describe_model(llm: Any) -> str:

@@ -129,7 +129,7 @@ class _Pipeline:
             if self._similarity is None:
                 embeddings = self.embeddings
                 if embeddings is None:
-                    from langchain_tag.models import get_embeddings
+                    from langchain_tag.local.models import get_embeddings
 
                     embeddings = get_embeddings()
                 source = self.documents or rules

@@ -11,14 +11,12 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
+from langchain_tag.errors import DocumentLoadError
+
 __all__ = ["DocumentLoadError", "load_document"]
 
 _HTML = {".html", ".htm", ".xhtml"}
 _PDF = {".pdf"}
-
-
-class DocumentLoadError(ValueError):
-    """A file could not be read as a text document."""
 
 
 def load_document(path: str | Path) -> Document:

@@ -22,7 +22,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_tag.faults import backoff_delay, client_retries, describe_error, describe_model, is_transient
+from langchain_tag.errors import InputTooLongError, ProviderError
+from langchain_tag.faults import (
+    backoff_delay,
+    client_retries,
+    describe_error,
+    describe_model,
+    is_transient,
+    model_identity,
+)
 from langchain_tag.parsing import ParseError, message_text, parse_verdict
 from langchain_tag.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule
@@ -32,21 +40,12 @@ __all__ = [
     "InputTooLongError",
     "Judgment",
     "MatchResult",
-    "MatcherError",
     "PairwiseJudge",
     "estimate_tokens",
     "resolve_judge_prompt",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class MatcherError(RuntimeError):
-    """Every judgment of a query failed: the model could not be reached or used."""
-
-
-class InputTooLongError(ValueError):
-    """A judge prompt would not fit the model's context window."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -207,7 +206,7 @@ class PairwiseJudge:
         """Judge ``query`` against every rule.
 
         Raises:
-            MatcherError: When every call raised (nothing could be judged).
+            ProviderError: When every call raised (nothing could be judged).
             InputTooLongError: When ``context_tokens`` is set and a prompt
                 would not fit in it.
         """
@@ -248,8 +247,6 @@ class PairwiseJudge:
         if self.cache is None:
             return judgments, list(range(len(rules))), [None] * len(rules)
         if self._model is None:
-            from langchain_tag.models import model_identity
-
             self._model = model_identity(self.llm)
         keys: list[str | None] = []
         pending: list[int] = []
@@ -325,7 +322,7 @@ class PairwiseJudge:
                 judgment.applies = False
             if len(failed) == len(judgments) and all(not j.reply for j in failed):
                 last = failed[-1]
-                raise MatcherError(
+                raise ProviderError(
                     f"all {len(judgments)} judgments failed calling {describe_model(self.llm)}; "
                     f"last: judgment of rule {last.rule_id} after {last.attempts} attempt(s): {last.error}"
                 )

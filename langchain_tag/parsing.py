@@ -16,13 +16,11 @@ from typing import Any
 import json_repair
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_tag.errors import ParseError
+
 __all__ = ["ParseError", "Verdict", "message_text", "parse_json_object", "parse_verdict"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-
-
-class ParseError(ValueError):
-    """A model reply could not be read as the expected structure."""
 
 
 def message_text(message: BaseMessage | str) -> str:

@@ -16,6 +16,8 @@ from typing import Any
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from langchain_tag.errors import RuleFileError
+
 __all__ = [
     "Rule",
     "RuleFileError",
@@ -30,13 +32,6 @@ __all__ = [
 _TAG_KEYS = ("category_tags",)
 _JSON_LIST_KEYS = ("does_not_apply_to", "conflicts_with", "related_rules", "merged_from")
 _TAG_SEPARATOR = ", "
-
-
-class RuleFileError(ValueError):
-    """A rule file or rule document could not be read.
-
-    The message names the file, the line and the field at fault.
-    """
 
 
 class Rule(BaseModel):

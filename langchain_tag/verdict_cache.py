@@ -73,7 +73,7 @@ def verdict_key(*, model: str, prompt_version: str, verdict_format: str, query: 
 
     Args:
         model: The judge model's identity (see
-            :func:`~langchain_tag.models.model_identity`).
+            :func:`~langchain_tag.faults.model_identity`).
         prompt_version: The judge prompt's version.
         verdict_format: ``"token"`` or ``"json"``.
         query: The input text.

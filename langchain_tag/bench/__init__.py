@@ -15,7 +15,7 @@ Example:
     .. code-block:: python
 
         from langchain_tag.bench import nba_task, parse_methods, run_benchmark, write_report
-        from langchain_tag.models import get_chat_model
+        from langchain_tag.local.models import get_chat_model
 
         task = nba_task("../shared/data/rulearena-nba", limit=10)
         run = run_benchmark(

@@ -105,7 +105,7 @@ def model_config_for(name: str | None, base: Any = None) -> Any:
     ``"local:0.5b"`` selects the embedded model; any other value is a model
     name on the configured OpenAI-compatible endpoint.
     """
-    from langchain_tag.models import ModelConfig
+    from langchain_tag.local.models import ModelConfig
 
     cfg = base if base is not None else ModelConfig.from_env()
     if name is None:
@@ -126,7 +126,7 @@ def _data(value: str | None, name: str) -> Path:
 
 def _task(args: argparse.Namespace, cache_dir: Path | None) -> Any:
     from langchain_tag.bench import tasks
-    from langchain_tag.models import get_chat_model
+    from langchain_tag.local.models import get_chat_model
 
     def extractor() -> Any:
         return get_chat_model(model_config_for(args.llm), role="extractor")
@@ -185,8 +185,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
     from langchain_tag.bench.methods import parse_methods
     from langchain_tag.bench.report import write_report
     from langchain_tag.bench.runner import run_benchmark
-    from langchain_tag.models import get_chat_model
-    from langchain_tag.weights import default_cache_dir
+    from langchain_tag.local.models import get_chat_model
+    from langchain_tag.local.weights import default_cache_dir
 
     retrieval_only = args.retrieval_only or args.domain == "pep8"
     default = DEFAULT_RETRIEVAL_METHODS if retrieval_only else DEFAULT_METHODS[args.domain]

@@ -35,7 +35,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from langchain_tag.bench.metrics import score_retrieval
-from langchain_tag.local_server import read_metrics
+from langchain_tag.local.server import read_metrics
 from langchain_tag.rules import Rule
 
 __all__ = [

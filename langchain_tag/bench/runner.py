@@ -119,7 +119,7 @@ class _Selector:
 
     def embeddings(self) -> Embeddings:
         if self._embeddings is None:
-            from langchain_tag.models import get_embeddings
+            from langchain_tag.local.models import get_embeddings
 
             self._embeddings = get_embeddings()
         elif not isinstance(self._embeddings, Embeddings):

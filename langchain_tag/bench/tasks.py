@@ -35,7 +35,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from langchain_tag.bench.task import BenchItem, BenchTask, Metric
-from langchain_tag.models import model_identity
+from langchain_tag.faults import model_identity
 from langchain_tag.rules import Rule, load_rules, save_rules
 
 __all__ = [

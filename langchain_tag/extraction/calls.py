@@ -8,7 +8,7 @@ soon as it arrives, retries a call whose reply fails to parse or whose
 request raises (see :mod:`langchain_tag.faults` for which layer retries
 which fault), and records what still fails instead of raising. When the
 provider cannot be used at all (every call so far in the run raised) it
-raises a :class:`~langchain_tag.faults.ProviderError` naming the provider and
+raises a :class:`~langchain_tag.errors.ProviderError` naming the provider and
 the call, rather than return an empty result.
 """
 
@@ -29,13 +29,14 @@ from langchain_core.runnables import RunnableConfig
 from tqdm.auto import tqdm
 
 from langchain_tag.extraction.store import ExtractionStore, StoredReply, call_key
+from langchain_tag.errors import ProviderError
 from langchain_tag.faults import (
-    ProviderError,
     backoff_delay,
     client_retries,
     describe_error,
     describe_model,
     is_transient,
+    model_identity,
 )
 from langchain_tag.parsing import ParseError, message_text
 
@@ -155,8 +156,6 @@ class CallRunner:
 
     def _key(self, call: Call[Any]) -> str:
         if self._model is None:
-            from langchain_tag.models import model_identity
-
             self._model = model_identity(self.llm)
         return call_key(model=self._model, phase=call.phase, messages=call.messages)
 

@@ -46,7 +46,7 @@ def call_key(
 
     Args:
         model: The extraction model's identity
-            (:func:`~langchain_tag.models.model_identity`).
+            (:func:`~langchain_tag.faults.model_identity`).
         phase: The phase number.
         messages: The exact prompt.
         prompt_version: The extraction prompts' version.

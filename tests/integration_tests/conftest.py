@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from langchain_tag.models import ModelConfig
-from langchain_tag.weights import GGUF_MODELS
+from langchain_tag.local.models import ModelConfig
+from langchain_tag.local.weights import GGUF_MODELS
 
 
 def _missing(reason: str) -> None:

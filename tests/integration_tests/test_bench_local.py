@@ -13,7 +13,7 @@ from langchain_tag.bench.pep8 import pep8_rules
 from langchain_tag.bench.runner import run_benchmark
 from langchain_tag.bench.task import BenchItem, BenchTask
 from langchain_tag.bench.tasks import code_task
-from langchain_tag.models import ModelConfig, get_chat_model
+from langchain_tag.local.models import ModelConfig, get_chat_model
 
 pytestmark = pytest.mark.integration
 

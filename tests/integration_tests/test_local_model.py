@@ -16,8 +16,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from langchain_tag.local_server import LocalLlamaServer, LocalServerError
-from langchain_tag.models import ModelConfig, get_chat_model, get_embeddings
+from langchain_tag.local.server import LocalLlamaServer, LocalServerError
+from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings
 
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 

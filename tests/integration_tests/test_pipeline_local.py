@@ -10,7 +10,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag import ApplicabilityRetriever, Rule, RuleDocumentTransformer
-from langchain_tag.models import ModelConfig, get_chat_model
+from langchain_tag.local.models import ModelConfig, get_chat_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 

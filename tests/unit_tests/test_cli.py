@@ -39,7 +39,7 @@ def test_bad_skip_phases(capsys: pytest.CaptureFixture[str]) -> None:
 def test_match_with_fake_model(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
 ) -> None:
-    import langchain_tag.models as models
+    import langchain_tag.local.models as models
     from langchain_tag.testing import fake_judge
 
     monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge({"R-003"}, with_logprobs=True))
@@ -76,7 +76,7 @@ def test_usage_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixtur
 def test_extract_refuses_unreadable_documents_in_one_line(
     content: bytes, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langchain_tag.models as models
+    import langchain_tag.local.models as models
     from langchain_tag.testing import fake_extractor
 
     llm = fake_extractor()
@@ -101,7 +101,7 @@ def test_duplicate_rule_ids_are_one_line(tmp_path: Path, capsys: pytest.CaptureF
 def test_provider_down_is_one_line_naming_provider(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, rules: list[Rule]
 ) -> None:
-    import langchain_tag.models as models
+    import langchain_tag.local.models as models
     from langchain_tag.testing import FakeChatModel
 
     monkeypatch.setattr(

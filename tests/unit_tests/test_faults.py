@@ -11,8 +11,9 @@ from langchain_openai import ChatOpenAI
 
 import langchain_tag.matcher as matcher_module
 from langchain_tag.faults import backoff_delay, client_retries, describe_model, is_transient
-from langchain_tag.matcher import InputTooLongError, MatcherError, PairwiseJudge
-from langchain_tag.models import ModelConfig, get_chat_model
+from langchain_tag.errors import InputTooLongError, ProviderError
+from langchain_tag.matcher import PairwiseJudge
+from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
@@ -67,7 +68,7 @@ async def test_persistent_fault_names_provider_and_rule(fault: str, rules: list[
 
 def test_all_judgments_failing_is_an_error_naming_provider_and_rule(rules: list[Rule]) -> None:
     with pytest.raises(
-        MatcherError, match=r"all 5 judgments failed calling FakeChatModel; last: judgment of rule R-00"
+        ProviderError, match=r"all 5 judgments failed calling FakeChatModel; last: judgment of rule R-00"
     ):
         PairwiseJudge(FakeChatModel(respond=lambda t: FAULTS["429"]()), retry_backoff=0.0).judge("q", rules)
 
@@ -90,7 +91,7 @@ def test_openai_client_retries_429_and_the_matcher_does_not_multiply_it(rules: l
         requests.append(str(request.url))
         return httpx2.Response(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "Rate limit reached"}})
 
-    with pytest.raises(MatcherError) as caught:
+    with pytest.raises(ProviderError) as caught:
         PairwiseJudge(_openai_judge(handler)).judge("q", rules[:1])
     assert len(requests) == 3  # the client's 1 + 2 retries, and no second round from the matcher
     message = str(caught.value)

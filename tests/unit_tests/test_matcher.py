@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.matcher import MatcherError, PairwiseJudge
+from langchain_tag.errors import ProviderError
+from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
 
@@ -85,7 +86,7 @@ def test_exception_from_provider_is_retried_then_reported(rules: list[Rule]) -> 
 
 def test_all_calls_raising_is_a_clear_error(rules: list[Rule]) -> None:
     llm = FakeChatModel(respond=lambda text: ConnectionError("connection refused"))
-    with pytest.raises(MatcherError, match=r"all 5 judgments failed.*connection refused"):
+    with pytest.raises(ProviderError, match=r"all 5 judgments failed.*connection refused"):
         PairwiseJudge(llm).judge("q", rules)
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from langchain_tag import cli, models
+from langchain_tag import cli
+from langchain_tag.local import models
 from langchain_tag.bench.command import model_config_for
-from langchain_tag.models import ModelConfig
+from langchain_tag.local.models import ModelConfig
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, judged_rule_id
 from tests.unit_tests.bench.test_tasks import nba_dir  # noqa: F401  (fixture)
 

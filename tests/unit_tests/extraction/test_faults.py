@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 import langchain_tag.extraction.calls as calls_module
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.extraction.report import ExtractionResult
-from langchain_tag.faults import ProviderError
+from langchain_tag.errors import ProviderError
 from langchain_tag.testing import FakeChatModel, Reply, fake_extraction_reply
 from tests.unit_tests.faults import FAULTS, injecting
 

@@ -163,7 +163,7 @@ def test_killed_run_resumes_without_redoing_finished_calls(tmp_path: Path) -> No
 
 
 def test_cli_store_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import langchain_tag.models as models
+    import langchain_tag.local.models as models
 
     made: list[FakeChatModel] = []
 

@@ -1,7 +1,7 @@
 """Chat model and embeddings factories.
 
 Every chat model is a ``langchain_openai.ChatOpenAI``: the local default runs
-a llama.cpp server on ``127.0.0.1`` (see :mod:`langchain_tag.local_server`),
+a llama.cpp server on ``127.0.0.1`` (see :mod:`langchain_tag.local.server`),
 and any OpenAI-compatible endpoint (OpenAI, DeepSeek, vLLM, Ollama, a
 llama.cpp server you run yourself) is reached the same way.
 
@@ -56,7 +56,6 @@ __all__ = [
     "Role",
     "get_chat_model",
     "get_embeddings",
-    "model_identity",
     "rate_limiter",
 ]
 
@@ -255,8 +254,8 @@ def get_chat_model(
 
     Raises:
         ValueError: On an unknown role or an incomplete remote configuration.
-        langchain_tag.weights.WeightsError: If the local weights are missing.
-        langchain_tag.local_server.LocalServerError: If the local server
+        langchain_tag.local.weights.WeightsError: If the local weights are missing.
+        langchain_tag.local.server.LocalServerError: If the local server
             cannot start.
     """
     if role not in ROLES:
@@ -293,8 +292,8 @@ def get_chat_model(
 
 
 def _local_endpoint(cfg: ModelConfig) -> dict[str, Any]:
-    from langchain_tag.local_server import get_local_server
-    from langchain_tag.weights import ensure_gguf
+    from langchain_tag.local.server import get_local_server
+    from langchain_tag.local.weights import ensure_gguf
 
     if cfg.gguf_path:
         path = os.path.expanduser(cfg.gguf_path)
@@ -347,22 +346,6 @@ def rate_limiter(requests_per_second: float) -> BaseRateLimiter:
         check_every_n_seconds=min(0.1, 1.0 / requests_per_second),
         max_bucket_size=max(1.0, requests_per_second),
     )
-
-
-def model_identity(llm: Any) -> str:
-    """A chat model's identity for cache keys: endpoint and model name where known, else the class name.
-
-    Two models with the same identity are assumed to give the same replies at
-    temperature 0 (the verdict and extraction caches rely on it).
-    """
-    from langchain_tag.faults import model_name_and_endpoint
-
-    found, base_url = model_name_and_endpoint(llm)
-    name = found or type(llm).__name__
-    if base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
-        # A local server's port changes between runs; the model file name identifies it.
-        return f"{base_url.rstrip('/')}/{name}"
-    return name
 
 
 def get_embeddings() -> Embeddings:

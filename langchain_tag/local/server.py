@@ -15,7 +15,7 @@ server per model file for the life of the process::
 The child process exits on :meth:`LocalLlamaServer.stop`, at interpreter exit,
 and also by itself when the parent process dies (it watches its stdin pipe).
 
-Run as a module (``python -m langchain_tag.local_server --model PATH``) this
+Run as a module (``python -m langchain_tag.local.server --model PATH``) this
 file is the child process itself.
 """
 
@@ -39,6 +39,8 @@ from collections import deque
 from pathlib import Path
 from types import TracebackType
 
+from langchain_tag.errors import TagError
+
 __all__ = [
     "LocalLlamaServer",
     "LocalServerError",
@@ -57,7 +59,7 @@ _HOST = "127.0.0.1"
 _READY_PREFIX = "LANGCHAIN_TAG_SERVER_READY "
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(TagError, RuntimeError):
     """Raised when the local model server cannot be started or dies."""
 
 
@@ -205,7 +207,7 @@ class LocalLlamaServer:
         cmd = [
             sys.executable,
             "-m",
-            "langchain_tag.local_server",
+            "langchain_tag.local.server",
             "--model",
             str(self.model_path),
             "--name",

@@ -1,4 +1,4 @@
-"""Unit tests for langchain_tag.models (no network, no model loading)."""
+"""Unit tests for langchain_tag.local.models (no network, no model loading)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from langchain_tag import local_server, models, weights
-from langchain_tag.local_server import LocalLlamaServer, LocalServerError
-from langchain_tag.models import ModelConfig, get_chat_model, get_embeddings
+from langchain_tag.local import models, weights
+from langchain_tag.local import server as local_server
+from langchain_tag.local.server import LocalLlamaServer, LocalServerError
+from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings
 
 DUMMY_URL = "http://llm.invalid:8000/v1"
 
