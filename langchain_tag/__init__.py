@@ -28,8 +28,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AllRulesRetriever",
-    "DocumentLoadError",
     "ApplicabilityRetriever",
+    "DocumentLoadError",
     "ExtractionReport",
     "ExtractionResult",
     "InMemoryVerdictCache",

@@ -40,12 +40,19 @@ def _parse_phases(value: str) -> set[int]:
     return phases
 
 
+def _parse_field(value: str) -> tuple[str, str]:
+    name, sep, description = value.partition("=")
+    if not sep or not name.strip().isidentifier() or not description.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=DESCRIPTION with NAME an identifier, got {value!r}")
+    return name.strip(), description.strip()
+
+
 def _cmd_extract(args: argparse.Namespace) -> int:
     from langchain_tag.extraction import RuleDocumentTransformer
     from langchain_tag.loaders import load_document
     from langchain_tag.local.models import get_chat_model
-    from langchain_tag.rules import save_rules
     from langchain_tag.local.weights import default_cache_dir
+    from langchain_tag.rules import save_rules
 
     documents = [load_document(p) for p in args.documents]
     store = None if args.no_store else (args.store or default_cache_dir() / "extraction-store.sqlite")
@@ -54,7 +61,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         domain=args.domain,
         max_concurrency=args.max_concurrency,
         skip_phases=args.skip_phases or (),
-        rich_schema=args.rich_schema,
+        extra_fields=dict(args.field or []),
         show_progress=True if sys.stderr.isatty() else None,
         store=store,
     )
@@ -169,7 +176,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="rule file to write (JSONL)")
     p.add_argument("--domain", default="general policy", help='domain name given to the prompts, e.g. "PEP 8"')
     p.add_argument("--skip-phases", type=_parse_phases, help="phases to switch off, e.g. 4,5")
-    p.add_argument("--rich-schema", action="store_true", help="ask for the richer (NBA-style) rule schema")
+    p.add_argument(
+        "--field",
+        action="append",
+        type=_parse_field,
+        metavar="NAME=DESCRIPTION",
+        help="an extra rule field to ask for (a domain schema), e.g. severity='low, medium or high'; repeatable",
+    )
     p.add_argument("--max-concurrency", type=int, default=2)
     p.add_argument("--report", help="also write the extraction report as JSON here")
     p.add_argument(

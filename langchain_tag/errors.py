@@ -74,5 +74,5 @@ def require_extra(module: str, extra: str) -> None:
         importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
-            f"{module} is not installed; install it with: pip install \"langchain-tag[{extra}]\""
+            f'{module} is not installed; install it with: pip install "langchain-tag[{extra}]"'
         ) from exc

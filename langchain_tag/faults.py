@@ -23,7 +23,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-
 __all__ = [
     "backoff_delay",
     "client_retries",

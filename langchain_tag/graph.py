@@ -22,6 +22,7 @@ from typing import Any, Literal, get_args
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -31,9 +32,8 @@ from langchain_tag.executors import UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.prompts import ExecutorPrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
-from langchain_tag.similarity import similarity_retriever
 
-__all__ = ["MODES", "Mode", "TagState", "build_tag_graph"]
+__all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
 
 Mode = Literal["tag", "relevance", "all_rules", "similarity", "none"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -65,6 +65,69 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
 
 
+def make_retriever(
+    mode: str,
+    *,
+    rules: Sequence[Document] = (),
+    judge_llm: BaseChatModel | None = None,
+    documents: Sequence[Document] = (),
+    embeddings: Embeddings | None = None,
+    k: int = 10,
+    predicate: str = "applicability",
+    threshold: float = 0.5,
+    max_concurrency: int = 8,
+) -> tuple[BaseRetriever | None, UnitKind]:
+    """The retriever of one mode and the kind of unit it returns: the single place modes are built.
+
+    Args:
+        mode: One of :data:`MODES`.
+        rules: Rule documents (``tag``, ``relevance``, ``all_rules``; and
+            ``similarity`` when there are no source documents).
+        judge_llm: The judge (``tag`` and ``relevance``).
+        documents: Source documents, chunked for ``similarity``.
+        embeddings: Embeddings for ``similarity``.
+        k: Top-k of ``similarity``.
+        predicate: Judge prompt of the ``tag`` mode.
+        threshold: P(YES) threshold of the judged modes.
+        max_concurrency: Most judgments in flight.
+
+    Returns:
+        ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and
+        for a judged mode with no rules.
+
+    Raises:
+        ValueError: On an unknown mode, or a mode missing what it needs.
+        MissingExtraError: ``similarity`` without the ``chroma`` extra.
+    """
+    _check_mode(mode)
+    if mode in ("tag", "relevance"):
+        if judge_llm is None:
+            raise ValueError(f"mode {mode!r} needs a judge model")
+        if not rules:
+            return None, "rules"
+        cls = ApplicabilityRetriever if mode == "tag" else RelevanceRetriever
+        kwargs: dict[str, Any] = {"threshold": threshold, "max_concurrency": max_concurrency}
+        if mode == "tag":
+            kwargs["predicate"] = predicate
+        return cls(llm=judge_llm, rules=list(rules), **kwargs), "rules"
+    if mode == "all_rules":
+        return AllRulesRetriever(rules=list(rules)), "rules"
+    if mode == "similarity":
+        if embeddings is None:
+            raise ValueError(
+                "the similarity mode needs embeddings=: any LangChain Embeddings "
+                "(e.g. langchain_tag.local.get_embeddings() with the local extra, or OpenAIEmbeddings())"
+            )
+
+        from langchain_tag.similarity import similarity_retriever
+
+        source = list(documents) or list(rules)
+        return similarity_retriever(source, embeddings, k=k, chunk=bool(documents)), (
+            "chunks" if documents else "rules"
+        )
+    return None, "none"
+
+
 class _Pipeline:
     """Holds the graph's models and lazily built stores; its methods are the nodes."""
 
@@ -83,6 +146,8 @@ class _Pipeline:
         judge_predicate: str,
         threshold: float,
         max_concurrency: int,
+        retriever: BaseRetriever | None = None,
+        unit_kind: UnitKind = "rules",
     ) -> None:
         self.llm = llm
         self.judge_llm = judge_llm or llm
@@ -95,6 +160,8 @@ class _Pipeline:
         self.judge_predicate = judge_predicate
         self.threshold = threshold
         self.max_concurrency = max_concurrency
+        self.retriever = retriever
+        self.unit_kind = unit_kind
         self.executor = executor_chain(llm, domain=domain)
         self._similarity: Any = None
 
@@ -115,30 +182,23 @@ class _Pipeline:
         return {"rules": state.get("rules") or self.rules or []}
 
     # -- retrieve
-    def _retriever(self, mode: str, rules: list[Document]) -> tuple[Any, UnitKind]:
-        _check_mode(mode)
-        if mode in ("tag", "relevance"):
-            cls = ApplicabilityRetriever if mode == "tag" else RelevanceRetriever
-            kwargs: dict[str, Any] = {"threshold": self.threshold, "max_concurrency": self.max_concurrency}
-            if mode == "tag":
-                kwargs["predicate"] = self.judge_predicate
-            return (cls(llm=self.judge_llm, rules=rules, **kwargs) if rules else None), "rules"
-        if mode == "all_rules":
-            return AllRulesRetriever(rules=rules), "rules"
+    def _retriever(self, mode: str, rules: list[Document]) -> tuple[BaseRetriever | None, UnitKind]:
+        if self.retriever is not None and mode == self.mode:
+            return self.retriever, self.unit_kind
         if mode == "similarity":
             if self._similarity is None:
-                embeddings = self.embeddings
-                if embeddings is None:
-                    from langchain_tag.local.models import get_embeddings
-
-                    embeddings = get_embeddings()
-                source = self.documents or rules
-                self._similarity = (
-                    similarity_retriever(source, embeddings, k=self.k, chunk=bool(self.documents)),
-                    "chunks" if self.documents else "rules",
+                self._similarity = make_retriever(
+                    mode, rules=rules, documents=self.documents, embeddings=self.embeddings, k=self.k
                 )
             return self._similarity
-        return None, "none"
+        return make_retriever(
+            mode,
+            rules=rules,
+            judge_llm=self.judge_llm,
+            predicate=self.judge_predicate,
+            threshold=self.threshold,
+            max_concurrency=self.max_concurrency,
+        )
 
     def _rules(self, state: TagState) -> list[Document]:
         return list(state.get("rules") or self.rules or [])
@@ -179,6 +239,8 @@ def build_tag_graph(
     threshold: float = 0.5,
     max_concurrency: int = 8,
     checkpointer: Any = None,
+    retriever: BaseRetriever | None = None,
+    unit_kind: UnitKind = "rules",
 ) -> CompiledStateGraph:
     """Compile the extract -> retrieve -> execute graph.
 
@@ -193,20 +255,24 @@ def build_tag_graph(
         domain: Executor prompt: ``generic``, ``npov``, ``code``, ``nba`` or an
             :class:`~langchain_tag.prompts.ExecutorPrompt`.
         extractor: A configured :class:`RuleDocumentTransformer`.
-        embeddings: Embeddings for the similarity mode (default: the packaged
-            local MiniLM).
+        embeddings: Embeddings for the similarity mode (needed only by it).
         k: Top-k of the similarity mode.
         judge_predicate: Judge prompt for the ``tag`` mode (``applicability`` or ``nba``).
         threshold: P(YES) threshold when the judge returns logprobs.
         max_concurrency: Most judgments in flight.
         checkpointer: Optional LangGraph checkpointer.
+        retriever: A retriever to use for the graph's own ``mode`` instead of
+            the one the mode builds (for example a configured
+            :class:`ApplicabilityRetriever`, reused across calls so its
+            verdict cache applies); other modes per call still work.
+        unit_kind: What ``retriever`` returns: ``"rules"`` or ``"chunks"``.
 
     Returns:
         A compiled graph; ``graph.invoke({"input": ...})`` returns the state with
         ``output``, ``retrieved`` (what the executor saw) and ``unit_kind``.
     """
     _check_mode(mode)
-    if rules is None and not documents:
+    if rules is None and not documents and retriever is None:
         raise ValueError("build_tag_graph needs rules= or documents= to extract rules from")
     pipeline = _Pipeline(
         llm,
@@ -221,11 +287,13 @@ def build_tag_graph(
         judge_predicate=judge_predicate,
         threshold=threshold,
         max_concurrency=max_concurrency,
+        retriever=retriever,
+        unit_kind=unit_kind,
     )
     graph = StateGraph(TagState)
     graph.add_node("retrieve", RunnableLambda(pipeline.retrieve, afunc=pipeline.aretrieve, name="retrieve"))
     graph.add_node("execute", RunnableLambda(pipeline.execute, afunc=pipeline.aexecute, name="execute"))
-    if rules is None:
+    if rules is None and retriever is None:
         graph.add_node("extract", RunnableLambda(pipeline.extract, afunc=pipeline.aextract, name="extract"))
         graph.add_edge(START, "extract")
         graph.add_edge("extract", "retrieve")

@@ -1,4 +1,4 @@
-"""Read source documents through langchain-community's document loaders.
+"""Read source documents through langchain-community's document loaders (the ``loaders`` extra).
 
 Text, Markdown and reStructuredText go through ``TextLoader``, HTML through
 ``BSHTMLLoader`` and PDF through ``PyPDFLoader``. A multi-page result is joined
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from langchain_tag.errors import DocumentLoadError
+from langchain_tag.errors import DocumentLoadError, MissingExtraError
 
 __all__ = ["DocumentLoadError", "load_document"]
 
@@ -50,7 +50,9 @@ def load_document(path: str | Path) -> Document:
     except DocumentLoadError:
         raise
     except ImportError as exc:
-        raise DocumentLoadError(f"cannot read {path}: {exc}") from exc
+        raise MissingExtraError(
+            f'reading {path} needs the loaders extra: pip install "langchain-tag[loaders]" ({exc})'
+        ) from exc
     except Exception as exc:
         cause = exc.__cause__ or exc
         raise DocumentLoadError(f"cannot read {path}: {type(cause).__name__}: {cause}") from exc

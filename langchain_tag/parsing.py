@@ -18,7 +18,15 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_tag.errors import ParseError
 
-__all__ = ["ParseError", "Verdict", "message_text", "parse_json_object", "parse_verdict"]
+__all__ = [
+    "ParseError",
+    "Verdict",
+    "local_ids",
+    "message_text",
+    "parse_json_items",
+    "parse_json_object",
+    "parse_verdict",
+]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
@@ -82,6 +90,25 @@ def parse_json_object(text: str, *, expect_key: str | None = None) -> dict[str, 
             return obj
     want = f" with key {expect_key!r}" if expect_key else ""
     raise ParseError(f"no JSON object{want} in reply: {_preview(text)}")
+
+
+def parse_json_items(text: str, key: str) -> list[dict[str, Any]]:
+    """Read the list of objects under ``key`` from a reply such as ``{"spans": [...]}``.
+
+    Items that are not objects are dropped.
+
+    Raises:
+        ParseError: When no object with ``key`` can be read, or ``key`` is not a list.
+    """
+    items = parse_json_object(text, expect_key=key)[key]
+    if not isinstance(items, list):
+        raise ParseError(f"{key!r} is a {type(items).__name__}, not a list")
+    return [item for item in items if isinstance(item, dict)]
+
+
+def local_ids(prefix: str, count: int) -> list[str]:
+    """Ids a prompt uses for a batch of ``count`` items: ``S-001``, ``S-002``, ... for prefix ``"S"``."""
+    return [f"{prefix}-{i:03d}" for i in range(1, count + 1)]
 
 
 def _as_object(value: Any, expect_key: str | None) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ DeepSeek, vLLM prefix caching, llama.cpp KV reuse) can reuse.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,15 +25,12 @@ __all__ = [
     "EXECUTOR_PROMPTS",
     "EXTRACTION_PROMPT_VERSION",
     "JUDGE_PROMPTS",
-    "NPOV_JUDGE_PROMPT_VERSION",
     "ExecutorPrompt",
     "JudgePrompt",
     "VerdictFormat",
     "decomposition_messages",
     "dedup_messages",
-    "npov_judge_messages",
     "operationalisation_messages",
-    "rule_first_messages",
     "span_detection_messages",
 ]
 
@@ -121,9 +118,6 @@ Rule: {{"rule_name": "unattributed evaluative wording", "condition": "the input 
     + _JSON_ONLY
 )
 
-_OPER_RICH_FIELDS = """
-Also give: "primary_tag" (the one main category), "applies_when" (the kind of transaction or situation), "constraint" (the limit or requirement imposed), "violation_check" (how to tell from the facts that the rule is broken), "does_not_apply_to" (a list of situations that veto the rule; [] if none)."""
-
 _OPER_USER = """Statements to turn into rules:
 {units}
 
@@ -131,21 +125,28 @@ Return {{"rules": [{{"atomic_id": "<atomic_id>", "rule_name": "...", "condition"
 
 
 def operationalisation_messages(
-    *, domain: str, units: Sequence[dict[str, Any]], rich_schema: bool = False, task_input: str = DEFAULT_TASK_INPUT
+    *,
+    domain: str,
+    units: Sequence[dict[str, Any]],
+    task_input: str = DEFAULT_TASK_INPUT,
+    extra_fields: Mapping[str, str] | None = None,
 ) -> list[BaseMessage]:
-    """Phase 3: write one operational rule per atomic unit."""
+    """Phase 3: write one operational rule per atomic unit.
+
+    ``extra_fields`` maps extra rule field names to what each must hold (a
+    domain schema); the reply is asked to give them too.
+    """
     listing = json.dumps(
         [{"atomic_id": u["atomic_id"], "statement": u["text"]} for u in units],
         ensure_ascii=False,
         indent=1,
     )
-    rich = (
-        ', "primary_tag": "...", "applies_when": "...", "constraint": "...", "violation_check": "...", "does_not_apply_to": []'
-        if rich_schema
-        else ""
-    )
-    system = _OPER_SYSTEM.format(domain=domain, task_input=task_input) + (_OPER_RICH_FIELDS if rich_schema else "")
-    return [SystemMessage(system), HumanMessage(_OPER_USER.format(units=listing, rich=rich))]
+    system = _OPER_SYSTEM.format(domain=domain, task_input=task_input)
+    extra = ""
+    if extra_fields:
+        system += "\nAlso give these fields:\n" + "\n".join(f'- "{k}": {v}' for k, v in extra_fields.items())
+        extra = "".join(f', "{k}": ...' for k in extra_fields)
+    return [SystemMessage(system), HumanMessage(_OPER_USER.format(units=listing, rich=extra))]
 
 
 _DEDUP_SYSTEM = (
@@ -192,8 +193,6 @@ class JudgePrompt:
         render_rule: Renders the rule fields the judge may see.
         question: The question asked after the rule.
         json_reply: The reply instruction used when ``verdict_format="json"``.
-        shows_action: Whether the judge sees the rule's action (only the
-            relevance baseline does).
     """
 
     name: str
@@ -202,7 +201,6 @@ class JudgePrompt:
     render_rule: Callable[[Rule], str]
     question: str
     json_reply: str
-    shows_action: bool = False
 
     def messages(self, query: str, rule: Rule, verdict_format: VerdictFormat = "token") -> list[BaseMessage]:
         """Build the messages for one judgment: system, then input, then rule."""
@@ -220,22 +218,6 @@ def _render_condition_rule(rule: Rule) -> str:
 
 def _render_relevance_rule(rule: Rule) -> str:
     return _render_condition_rule(rule) + f"\nAction: {rule.action}"
-
-
-def _render_rich_rule(rule: Rule) -> str:
-    lines = [f"{rule.rule_id}: {rule.rule_name}"]
-    if rule.primary_tag:
-        lines.append(f"Primary tag: {rule.primary_tag}")
-    lines.append(f"Applies when: {rule.applies_when or rule.condition}")
-    if rule.applies_when and rule.condition != rule.applies_when:
-        lines.append(f"Condition: {rule.condition}")
-    if rule.constraint:
-        lines.append(f"Constraint: {rule.constraint}")
-    if rule.violation_check:
-        lines.append(f"Violation check: {rule.violation_check}")
-    vetoes = "; ".join(rule.does_not_apply_to) or "-"
-    lines.append(f"Does not apply to: {vetoes}")
-    return "\n".join(lines)
 
 
 _APPLICABILITY_SYSTEM = """You check whether a rule's condition is true of an input. Answer YES if the condition is true of the input as written.
@@ -264,26 +246,6 @@ Answer: YES ("brilliant" is the writer's praise)"""
 _RELEVANCE_SYSTEM = """You decide whether a reference rule is relevant to an input: whether a person handling the input could plausibly find the rule useful.
 Say YES if the rule is relevant to the input, NO otherwise."""
 
-_NBA_SYSTEM = """You decide whether one NBA collective bargaining agreement rule governs a salary-cap scenario. The rule applies only when the scenario's stated facts satisfy the rule's own preconditions.
-- The transaction type must match: signing, trade, extension, renegotiation, qualifying offer, or sign-and-trade.
-- Generic verbs in the rule ("evaluate", "check") are not preconditions.
-- A rule about a specific mechanism (mid-level exception, bi-annual exception, traded player exception, two-way contract, 10-day contract, rookie scale extension, designated veteran extension) applies only if the scenario uses that mechanism.
-- A general limit (salary cap, tax, apron, maximum salary, raises, contract length) applies only if the scenario gives the facts needed to evaluate it, not merely because the term appears.
-- If any "does not apply to" item matches the scenario, the rule does not apply.
-- Among near-identical rules, accept only the one whose boundary (years of service, length, amount) the scenario's facts support.
-When in doubt, the rule does not apply."""
-
-_PASSAGE_SYSTEM = """You check whether a passage of guidance governs an input: whether the input is a case the passage's instructions are about, as the input is written.
-Answer NO if the passage is only about a related topic, or if telling would need facts the input does not give (never assume or invent them).
-Answer with one word."""
-
-
-def _render_passage(rule: Rule) -> str:
-    # Chunks judged pairwise (the chunks + applicability ablation cell) carry
-    # their text as the condition; there is no separate name or action.
-    return f"Passage ({rule.rule_id}):\n{rule.condition}"
-
-
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "applicability": JudgePrompt(
         name="applicability",
@@ -308,35 +270,9 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
         render_rule=_render_relevance_rule,
         question="Is the RULE relevant to the INPUT?",
         json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
-        shows_action=True,
-    ),
-    "passage": JudgePrompt(
-        name="passage",
-        version="judge-passage-v1",
-        system=_PASSAGE_SYSTEM,
-        render_rule=_render_passage,
-        question="Is the INPUT a case this passage's guidance is about?",
-        json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
-    ),
-    "nba": JudgePrompt(
-        name="nba",
-        version="judge-nba-v2",
-        system=_NBA_SYSTEM,
-        render_rule=_render_rich_rule,
-        question="Does the RULE apply to the scenario in the INPUT?",
-        json_reply='Reply with JSON only: {"applicable": true|false, "reason": "<one sentence>"}.',
     ),
 }
-
-
-def rule_first_messages(prompt: JudgePrompt, query: str, rule: Rule) -> list[BaseMessage]:
-    """A judge prompt with the rule *before* the input: a benchmark baseline in which no two prompts share a prefix.
-
-    Same system text, rule rendering and question as ``prompt``; only the
-    order differs from :meth:`JudgePrompt.messages`.
-    """
-    user = f"RULE:\n{prompt.render_rule(rule)}\n\nINPUT:\n<<<\n{query}\n>>>\n\n{prompt.question} {_TOKEN_REPLY}"
-    return [SystemMessage(prompt.system), HumanMessage(user)]
+"""Judge prompts by name: the single source of ``predicate=`` and the CLI's choices."""
 
 
 # --------------------------------------------------------------------------
@@ -405,95 +341,5 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
         chunks_intro="Review policy passages:",
         none_text="No review rules are given; follow common Python practice.",
     ),
-    "npov": ExecutorPrompt(
-        name="npov",
-        version="exec-npov-v2",
-        system=(
-            "You edit one encyclopedia sentence so that it follows the neutral point of view policy. "
-            "Use only edits that can be made with information already in the sentence: add no facts, sources or "
-            "viewpoints, and keep the sentence's content. Answer in exactly three lines:\n"
-            "Applied rules: <comma-separated rule ids, or NONE>\n"
-            "Reasoning: <one sentence>\n"
-            "Rewrite: <the revised sentence>\n"
-            "If no rule is applied, the Rewrite line repeats the sentence unchanged."
-        ),
-        rules_intro="Rules to apply (id and action):",
-        chunks_intro="Policy passages (cite passage ids in place of rule ids):",
-        none_text="No policy material is given; rely on the neutral point of view policy as you know it.",
-    ),
-    "code": ExecutorPrompt(
-        name="code",
-        version="exec-code-v2",
-        system=(
-            "You complete a Python function. Keep its signature and docstring exactly. Correctness comes first; "
-            "then follow the style rules that fit the code you write. Output only the complete code: no Markdown "
-            "fences, no explanation, no imports or comments that the code does not need."
-        ),
-        rules_intro="Style rules (id and action):",
-        chunks_intro="Style guide passages:",
-        none_text="No style material is given.",
-    ),
-    "nba": ExecutorPrompt(
-        name="nba",
-        version="exec-nba-v2",
-        system=(
-            "You decide whether any operation in an NBA salary-cap scenario breaks the collective bargaining "
-            "agreement. Use only the facts stated. If the material does not establish that an operation is "
-            "illegal, answer false. Reply with JSON only: "
-            '{"answer": true|false, "illegal_operation": "<operation letter>"|null, '
-            '"problematic_team": "<team letter>"|null, "rationale": "<short explanation>"} '
-            "where answer true means some operation is illegal."
-        ),
-        rules_intro="Rules that govern this scenario (id and requirement):",
-        chunks_intro="Agreement excerpts:",
-        none_text="No agreement text is given; use your knowledge of the NBA collective bargaining agreement.",
-    ),
 }
-
-
-# --------------------------------------------------------------------------
-# Benchmark scoring: the NPOV rewrite judge.
-# --------------------------------------------------------------------------
-NPOV_JUDGE_PROMPT_VERSION = "judge-npov-rewrite-v1"
-
-_NPOV_JUDGE_SYSTEM = (
-    """You grade an edit of one encyclopedia sentence. The original sentence breaks a neutral point of view policy in the way described; the rewrite is an attempt to fix it.
-Give four integer scores from 1 (worst) to 5 (best):
-- remediation: how completely the described violation is gone from the rewrite;
-- preservation: how much of the original's factual content the rewrite keeps, without adding facts, sources or claims;
-- tone: how neutral and encyclopedic the rewrite reads;
-- fluency: how grammatical and natural the rewrite is.
-Set violation_fixed to true only if the described violation is fully removed from the rewrite.
-"""
-    + _JSON_ONLY
-)
-
-_NPOV_JUDGE_USER = """ORIGINAL:
-<<<
-{sentence}
->>>
-
-VIOLATION: {violation}
-
-REWRITE:
-<<<
-{rewrite}
->>>
-
-Return {{"violation_fixed": true|false, "remediation": 1-5, "preservation": 1-5, "tone": 1-5, "fluency": 1-5, "reason": "<one sentence>"}}."""
-
-
-def npov_judge_messages(*, sentence: str, violation: str, rewrite: str) -> list[BaseMessage]:
-    """NPOV benchmark: ask a judge to score one rewrite of a biased sentence.
-
-    The fixed instructions come first, then the original sentence, the
-    description of its violation and the rewrite. The reply asked for is one
-    JSON object with ``violation_fixed`` and four 1-5 scores.
-
-    Args:
-        sentence: The original (biased) sentence.
-        violation: What is wrong with it, in one sentence.
-        rewrite: The executor's rewrite.
-    """
-    user = _NPOV_JUDGE_USER.format(sentence=sentence.strip(), violation=violation.strip(), rewrite=rewrite.strip())
-    return [SystemMessage(_NPOV_JUDGE_SYSTEM), HumanMessage(user)]
+"""Executor prompts by domain name: the single source of ``domain=`` and the CLI's choices."""

@@ -8,6 +8,7 @@ file, one rule per line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ __all__ = [
     "Rule",
     "RuleFileError",
     "load_rules",
+    "rule_extras",
     "rules_from_documents",
     "rules_to_documents",
     "save_rules",
@@ -30,17 +32,18 @@ __all__ = [
 # Metadata keys whose values are lists: tags are stored comma-separated (as the
 # spec asks); lists of free text, which may contain commas, are stored as JSON.
 _TAG_KEYS = ("category_tags",)
-_JSON_LIST_KEYS = ("does_not_apply_to", "conflicts_with", "related_rules", "merged_from")
+_JSON_LIST_KEYS = ("conflicts_with", "related_rules", "merged_from")
 _TAG_SEPARATOR = ", "
 
 
 class Rule(BaseModel):
     """One atomic, checkable rule.
 
-    The first six fields are the method's rule schema. The optional richer
-    fields (``primary_tag``, ``applies_when``, ``constraint``,
-    ``violation_check``, ``does_not_apply_to``) carry a domain schema such as
-    the NBA/CBA one; the provenance fields say where the rule came from.
+    The first six fields are the method's rule schema; the provenance fields
+    say where the rule came from. Any other field (a domain schema's
+    ``primary_tag`` or ``does_not_apply_to``, a user's ``severity`` or
+    ``url``) is kept as an extra field (``rule.model_extra``), travels with
+    the rule through documents and rule files, and is ignored by the core.
 
     Attributes:
         rule_id: Unique id within a rule set, e.g. ``"R-001"``.
@@ -49,11 +52,6 @@ class Rule(BaseModel):
         action: A concrete operation the executor can carry out.
         source_text: The verbatim span of the source document behind the rule.
         category_tags: One to three short tags, used to group rules for dedup.
-        primary_tag: Richer schema: the rule's main category.
-        applies_when: Richer schema: when the rule applies (may restate condition).
-        constraint: Richer schema: the constraint the rule imposes.
-        violation_check: Richer schema: how to tell that the rule is violated.
-        does_not_apply_to: Richer schema: veto conditions; any match vetoes the rule.
         document_id: Id of the source document.
         span_id: Id of the phase-1 normative span the rule came from.
         atomic_id: Id of the phase-2 atomic unit the rule came from.
@@ -65,7 +63,7 @@ class Rule(BaseModel):
         merged_from: Ids of duplicate rules merged into this one.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     rule_id: str = Field(min_length=1)
     rule_name: str = Field(min_length=1)
@@ -73,12 +71,6 @@ class Rule(BaseModel):
     action: str = Field(min_length=1)
     source_text: str = ""
     category_tags: list[str] = Field(default_factory=list)
-
-    primary_tag: str | None = None
-    applies_when: str | None = None
-    constraint: str | None = None
-    violation_check: str | None = None
-    does_not_apply_to: list[str] = Field(default_factory=list)
 
     document_id: str | None = None
     span_id: str | None = None
@@ -104,7 +96,7 @@ class Rule(BaseModel):
             return tags
         return value
 
-    @field_validator("does_not_apply_to", "conflicts_with", "related_rules", "merged_from", mode="before")
+    @field_validator("conflicts_with", "related_rules", "merged_from", mode="before")
     @classmethod
     def _decode_json_list(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -139,6 +131,8 @@ class Rule(BaseModel):
             elif key in _JSON_LIST_KEYS:
                 if value:
                     metadata[key] = json.dumps(value, ensure_ascii=False)
+            elif isinstance(value, (list, dict)):
+                metadata[key] = json.dumps(value, ensure_ascii=False)
             else:
                 metadata[key] = value
         return Document(page_content=self.page_content(), metadata=metadata, id=self.rule_id)
@@ -147,31 +141,44 @@ class Rule(BaseModel):
     def from_document(cls, document: Document) -> Rule:
         """Read a rule from any ``Document`` whose metadata carries the rule keys.
 
-        Keys other than the rule's fields (for example the verdict metadata
-        added by a retriever, or Chroma's own) are ignored.
+        Keys other than the rule's fields become extra fields (see
+        :func:`rule_extras`), except the ``tag_`` verdict keys a retriever adds.
 
         Raises:
             RuleFileError: When a required key is missing or a value is invalid.
         """
         fields = {k: v for k, v in document.metadata.items() if k in cls.model_fields}
+        extras = rule_extras(document.metadata)
         missing = [k for k in ("rule_id", "rule_name", "condition", "action") if not fields.get(k)]
         if missing:
             raise RuleFileError(
                 f"document {document.id or '(no id)'} is not a rule document: metadata lacks {', '.join(missing)}"
             )
         try:
-            return cls.model_validate(fields)
+            return cls.model_validate({**extras, **fields})
         except ValidationError as exc:
             raise RuleFileError(f"rule document {fields.get('rule_id')}: {_first_error(exc)}") from exc
 
-    def judge_view(self) -> dict[str, Any]:
-        """The fields an applicability judge may see: never the action."""
-        return {
-            "rule_id": self.rule_id,
-            "rule_name": self.rule_name,
-            "condition": self.condition,
-            "category_tags": self.category_tags,
-        }
+
+VERDICT_PREFIX = "tag_"
+"""Metadata keys a retriever adds to a returned document start with this; they are not rule fields."""
+
+
+def rule_extras(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The extra (non-schema) rule fields held in a rule document's metadata.
+
+    Verdict keys (``tag_...``) are left out. A string holding a JSON list or
+    object, as :meth:`Rule.to_document` writes list and dict fields, is decoded.
+    """
+    extras: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if key in Rule.model_fields or key.startswith(VERDICT_PREFIX):
+            continue
+        if isinstance(value, str) and value[:1] in "[{":
+            with contextlib.suppress(json.JSONDecodeError):
+                value = json.loads(value)
+        extras[key] = value
+    return extras
 
 
 def rules_to_documents(rules: Iterable[Rule]) -> list[Document]:

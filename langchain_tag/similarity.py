@@ -1,4 +1,8 @@
-"""Standard RAG for comparison: character chunks in an in-memory Chroma, top-k by similarity."""
+"""Standard RAG for comparison: character chunks in an in-memory Chroma, top-k by similarity.
+
+Needs the ``chroma`` extra (``pip install "langchain-tag[chroma]"``); the
+core never imports this module at import time.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,17 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
-from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from langchain_tag.errors import require_extra
 
 __all__ = ["chunk_documents", "in_memory_chroma", "similarity_retriever"]
 
 
 def chunk_documents(documents: Sequence[Document], *, size: int = 500, overlap: int = 100) -> list[Document]:
     """Cut documents into ``size``-character chunks overlapping by ``overlap`` (the method's 500/100)."""
+    require_extra("langchain_text_splitters", "chroma")
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap, add_start_index=True)
     chunks = splitter.split_documents(list(documents))
     for i, chunk in enumerate(chunks, start=1):
@@ -28,6 +36,7 @@ def in_memory_chroma(documents: Sequence[Document], embeddings: Embeddings) -> V
     The embeddings are always passed explicitly: Chroma's default embedding
     function downloads a model, which fails offline. Telemetry is off.
     """
+    require_extra("langchain_chroma", "chroma")
     from chromadb.config import Settings
     from langchain_chroma import Chroma
 

@@ -28,8 +28,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from tqdm.auto import tqdm
 
-from langchain_tag.extraction.store import ExtractionStore, StoredReply, call_key
 from langchain_tag.errors import ProviderError
+from langchain_tag.extraction.store import ExtractionStore, StoredReply, call_key
 from langchain_tag.faults import (
     backoff_delay,
     client_retries,

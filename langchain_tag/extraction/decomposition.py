@@ -7,16 +7,20 @@ leaves out becomes one unsplit unit so nothing is lost.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.span_detection import Span
-from langchain_tag.parsing import ParseError, parse_json_object
+from langchain_tag.parsing import local_ids, parse_json_items
 from langchain_tag.prompts import decomposition_messages
 
-__all__ = ["AtomicUnit", "collect_units", "decomposition_calls", "local_span_ids", "unsplit_unit"]
+__all__ = ["AtomicUnit", "collect_units", "decomposition_calls", "unsplit_unit"]
+
+# The reply is {"units": [...]}; items that are not objects are dropped.
+_parse = functools.partial(parse_json_items, key="units")
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,6 @@ class AtomicUnit:
     split_rationale: str = ""
 
 
-def _parse(text: str) -> list[dict[str, Any]]:
-    units = parse_json_object(text, expect_key="units")["units"]
-    if not isinstance(units, list):
-        raise ParseError(f"'units' is a {type(units).__name__}, not a list")
-    return [u for u in units if isinstance(u, dict)]
-
-
 def decomposition_calls(batches: Sequence[Sequence[Span]], *, domain: str) -> list[Call[list[dict[str, Any]]]]:
     """One phase-2 call per batch of spans."""
     calls = []
@@ -54,16 +51,11 @@ def decomposition_calls(batches: Sequence[Sequence[Span]], *, domain: str) -> li
         # Ids local to the batch: the prompt does not depend on spans elsewhere in the document.
         payload = [
             {"span_id": local, "text": s.text, "normative_type": s.normative_type}
-            for local, s in zip(local_span_ids(len(batch)), batch, strict=True)
+            for local, s in zip(local_ids("S", len(batch)), batch, strict=True)
         ]
         key = f"{batch[0].span_id}..{batch[-1].span_id}"
         calls.append(Call(2, key, decomposition_messages(domain=domain, spans=payload), _parse))
     return calls
-
-
-def local_span_ids(count: int) -> list[str]:
-    """The span ids a phase-2 prompt uses for a batch of ``count`` spans: S-001, S-002, ..."""
-    return [f"S-{i:03d}" for i in range(1, count + 1)]
 
 
 def unsplit_unit(span: Span) -> AtomicUnit:
@@ -80,7 +72,7 @@ def collect_units(
     (or the whole batch, when its call failed) become one unsplit unit.
     """
     by_id = {s.span_id: s for s in batch}
-    local = dict(zip(local_span_ids(len(batch)), (s.span_id for s in batch), strict=True))
+    local = dict(zip(local_ids("S", len(batch)), (s.span_id for s in batch), strict=True))
     got: dict[str, list[AtomicUnit]] = {s.span_id: [] for s in batch}
     for raw in raw_units or []:
         span_id = str(raw.get("source_span_id") or "").strip()

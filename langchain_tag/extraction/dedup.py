@@ -7,17 +7,21 @@ are cut into blocks and every pair of blocks is compared once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
 from langchain_tag.extraction.calls import Call
-from langchain_tag.parsing import ParseError, parse_json_object
+from langchain_tag.parsing import local_ids, parse_json_items
 from langchain_tag.prompts import dedup_messages
 from langchain_tag.rules import Rule
 
 __all__ = ["DedupOutcome", "Relation", "apply_relations", "collect_relations", "dedup_calls", "tag_groups"]
+
+# The reply is {"pairs": [...]}; items that are not objects are dropped.
+_parse = functools.partial(parse_json_items, key="pairs")
 
 RELATIONS = frozenset({"duplicate", "subsumption", "overlap", "conflict"})
 ACTIONS = frozenset({"merge", "keep_both", "manual_review"})
@@ -65,20 +69,13 @@ def tag_groups(rules: Sequence[Rule], *, block: int = 10) -> list[list[Rule]]:
     return groups
 
 
-def _parse(text: str) -> list[dict[str, Any]]:
-    pairs = parse_json_object(text, expect_key="pairs")["pairs"]
-    if not isinstance(pairs, list):
-        raise ParseError(f"'pairs' is a {type(pairs).__name__}, not a list")
-    return [p for p in pairs if isinstance(p, dict)]
-
-
 def dedup_calls(groups: Sequence[Sequence[Rule]], *, domain: str) -> list[Call[list[dict[str, Any]]]]:
     """One phase-4 call per group."""
     calls = []
     for group in groups:
         # Ids local to the group: the prompt does not depend on how rules elsewhere were numbered.
         renamed = [
-            r.model_copy(update={"rule_id": local}) for local, r in zip(_local_ids(len(group)), group, strict=True)
+            r.model_copy(update={"rule_id": local}) for local, r in zip(local_ids("R", len(group)), group, strict=True)
         ]
         calls.append(
             Call(4, f"{len(group)} rules from {group[0].rule_id}", dedup_messages(domain=domain, rules=renamed), _parse)
@@ -86,16 +83,12 @@ def dedup_calls(groups: Sequence[Sequence[Rule]], *, domain: str) -> list[Call[l
     return calls
 
 
-def _local_ids(count: int) -> list[str]:
-    return [f"R-{i:03d}" for i in range(1, count + 1)]
-
-
 def collect_relations(
     group: Sequence[Rule], raw_pairs: Sequence[dict[str, Any]] | None, *, notes: list[str]
 ) -> list[Relation]:
     """Keep the well-formed pairs between two distinct, tag-sharing rules of the group."""
     by_id = {r.rule_id: r for r in group}
-    local = dict(zip(_local_ids(len(group)), (r.rule_id for r in group), strict=True))
+    local = dict(zip(local_ids("R", len(group)), (r.rule_id for r in group), strict=True))
     out = []
     for raw in raw_pairs or []:
         a, b = str(raw.get("rule_a") or "").strip(), str(raw.get("rule_b") or "").strip()

@@ -9,33 +9,33 @@ the model, which saves output tokens and cannot drift from the source.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.decomposition import AtomicUnit
-from langchain_tag.parsing import ParseError, parse_json_object
+from langchain_tag.parsing import local_ids, parse_json_items
 from langchain_tag.prompts import operationalisation_messages
 
 __all__ = ["RuleDraft", "collect_rules", "operationalisation_calls", "unoperationalised_draft"]
 
+# The reply is {"rules": [...]}; items that are not objects are dropped.
+_parse = functools.partial(parse_json_items, key="rules")
+
 RuleDraft = dict[str, Any]
 """Rule fields from the model, before ids and provenance are assigned."""
 
-_RICH = ("primary_tag", "applies_when", "constraint", "violation_check")
 _WORDS = re.compile(r"[A-Za-z0-9][\w'-]*")
 
 
-def _parse(text: str) -> list[dict[str, Any]]:
-    rules = parse_json_object(text, expect_key="rules")["rules"]
-    if not isinstance(rules, list):
-        raise ParseError(f"'rules' is a {type(rules).__name__}, not a list")
-    return [r for r in rules if isinstance(r, dict)]
-
-
 def operationalisation_calls(
-    batches: Sequence[Sequence[AtomicUnit]], *, domain: str, task_input: str, rich_schema: bool = False
+    batches: Sequence[Sequence[AtomicUnit]],
+    *,
+    domain: str,
+    task_input: str,
+    extra_fields: Mapping[str, str] | None = None,
 ) -> list[Call[list[dict[str, Any]]]]:
     """One phase-3 call per batch of units."""
     calls = []
@@ -43,17 +43,13 @@ def operationalisation_calls(
         # Ids local to the batch: the prompt does not depend on units elsewhere in the document.
         payload = [
             {"atomic_id": local, "text": u.text, "original_text": u.original_text}
-            for local, u in zip(_local_ids(len(batch)), batch, strict=True)
+            for local, u in zip(local_ids("A", len(batch)), batch, strict=True)
         ]
         messages = operationalisation_messages(
-            domain=domain, units=payload, rich_schema=rich_schema, task_input=task_input
+            domain=domain, units=payload, extra_fields=extra_fields, task_input=task_input
         )
         calls.append(Call(3, f"{batch[0].atomic_id}..{batch[-1].atomic_id}", messages, _parse))
     return calls
-
-
-def _local_ids(count: int) -> list[str]:
-    return [f"A-{i:03d}" for i in range(1, count + 1)]
 
 
 def _tags(value: Any) -> list[str]:
@@ -64,7 +60,13 @@ def _tags(value: Any) -> list[str]:
     return [str(t).strip().lower() for t in value if str(t).strip()][:3]
 
 
-def _draft(raw: dict[str, Any], unit: AtomicUnit) -> RuleDraft | None:
+def _extra_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return str(value).strip()
+
+
+def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = ()) -> RuleDraft | None:
     name = str(raw.get("rule_name") or "").strip()
     condition = str(raw.get("condition") or "").strip()
     action = str(raw.get("action") or "").strip()
@@ -78,26 +80,30 @@ def _draft(raw: dict[str, Any], unit: AtomicUnit) -> RuleDraft | None:
         "source_text": unit.original_text,
         "category_tags": _tags(raw.get("category_tags")) or ["general"],
     }
-    for key in _RICH:
-        if raw.get(key):
-            draft[key] = str(raw[key]).strip()
-    vetoes = raw.get("does_not_apply_to")
-    if isinstance(vetoes, list):
-        draft["does_not_apply_to"] = [str(v).strip() for v in vetoes if str(v).strip()]
+    for key in extra_fields:
+        if raw.get(key) not in (None, ""):
+            draft[key] = _extra_value(raw[key])
     return draft
 
 
 def collect_rules(
-    batch: Sequence[AtomicUnit], raw_rules: Sequence[dict[str, Any]] | None, *, notes: list[str]
+    batch: Sequence[AtomicUnit],
+    raw_rules: Sequence[dict[str, Any]] | None,
+    *,
+    notes: list[str],
+    extra_fields: Sequence[str] = (),
 ) -> tuple[list[tuple[AtomicUnit, RuleDraft]], list[AtomicUnit]]:
     """Match raw rules to the batch's units.
+
+    ``extra_fields`` are the extra rule fields the prompt asked for; they are
+    kept when the model gave them.
 
     Returns:
         ``(drafts, missing)``: one draft per unit that got a valid rule, and
         the units that did not.
     """
     by_id = {u.atomic_id: u for u in batch}
-    local = dict(zip(_local_ids(len(batch)), (u.atomic_id for u in batch), strict=True))
+    local = dict(zip(local_ids("A", len(batch)), (u.atomic_id for u in batch), strict=True))
     drafts: dict[str, RuleDraft] = {}
     for position, raw in enumerate(raw_rules or []):
         atomic_id = str(raw.get("atomic_id") or "").strip()
@@ -108,7 +114,7 @@ def collect_rules(
         if unit is None:
             notes.append(f"phase 3: rule for unknown unit {atomic_id!r}; dropped")
             continue
-        draft = _draft(raw, unit)
+        draft = _draft(raw, unit, extra_fields)
         if draft is None:
             notes.append(f"phase 3: rule for {atomic_id} lacks a name, condition or action")
             continue

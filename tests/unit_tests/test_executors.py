@@ -4,6 +4,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag.executors import executor_chain, format_units
+from langchain_tag.prompts import EXECUTOR_PROMPTS
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel
 
@@ -26,7 +27,7 @@ def test_plain_chunk_in_rule_mode_is_a_clear_error() -> None:
         format_units([Document(page_content="x")], "rules")
 
 
-@pytest.mark.parametrize("domain", ["generic", "npov", "code", "nba"])
+@pytest.mark.parametrize("domain", sorted(EXECUTOR_PROMPTS))
 def test_executor_chain_runs_for_each_domain(rules: list[Rule], domain: str) -> None:
     llm = FakeChatModel(respond=lambda text: "OK" if "ACTION<indent with four spaces>" in text else "MISSING")
     chain = executor_chain(llm, domain=domain)
@@ -42,6 +43,6 @@ def test_no_matched_units_is_the_no_retrieval_prompt() -> None:
     from langchain_tag.executors import executor_messages
     from langchain_tag.testing import prompt_text
 
-    none = prompt_text(executor_messages("x = 1", [], domain="code", unit_kind="none"))
-    assert prompt_text(executor_messages("x = 1", [], domain="code", unit_kind="rules")) == none
-    assert prompt_text(executor_messages("x = 1", [], domain="code", unit_kind="chunks")) == none
+    none = prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="none"))
+    assert prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="rules")) == none
+    assert prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="chunks")) == none

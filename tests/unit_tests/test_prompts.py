@@ -12,9 +12,6 @@ def _rule() -> Rule:
         condition="THE-CONDITION",
         action="THE-ACTION",
         category_tags=["t"],
-        applies_when="a trade",
-        constraint="THE-CONSTRAINT",
-        does_not_apply_to=["VETO-ITEM"],
     )
 
 
@@ -39,21 +36,15 @@ def test_relevance_prompt_shows_action() -> None:
     assert "THE-ACTION" in text and "relevant" in text
 
 
-def test_nba_prompt_shows_rich_schema_and_vetoes_but_not_action() -> None:
-    text = prompt_text(JUDGE_PROMPTS["nba"].messages("x", _rule(), "json"))
-    assert "VETO-ITEM" in text and "THE-CONSTRAINT" in text and "a trade" in text
-    assert "THE-ACTION" not in text
-    assert '"applicable"' in text
-
-
-def test_executor_rule_mode_lists_only_ids_and_actions() -> None:
-    text = prompt_text(EXECUTOR_PROMPTS["npov"].messages("INPUT-S", [("R-1", "do X")], "rules"))
-    assert "[R-1] do X" in text and "INPUT-S" in text and "Applied rules:" in text
-
-
 def test_executor_chunk_and_none_modes_differ_only_in_reference() -> None:
-    p = EXECUTOR_PROMPTS["code"]
+    p = EXECUTOR_PROMPTS["code_review"]
     chunks = p.messages("q", [("C1", "passage")], "chunks")
     none = p.messages("q", [], "none")
     assert chunks[0].content == none[0].content
-    assert "[C1] passage" in str(chunks[1].content) and "No style material" in str(none[1].content)
+    assert "[C1] passage" in str(chunks[1].content) and "No review rules" in str(none[1].content)
+
+
+def test_executor_rule_mode_lists_only_ids_and_actions() -> None:
+    text = prompt_text(EXECUTOR_PROMPTS["code_review"].messages("INPUT-S", [("R-1", "do X")], "rules"))
+    assert "[R-1] do X" in text and "INPUT-S" in text
+    assert "THE-CONDITION" not in text

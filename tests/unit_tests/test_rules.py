@@ -124,5 +124,22 @@ def test_rule_documents_store_in_chroma_and_come_back(rules: list[Rule]) -> None
     assert back["R-003"] == rules[2]
 
 
-def test_judge_view_never_contains_action(rules: list[Rule]) -> None:
-    assert "action" not in rules[0].judge_view()
+def test_judge_prompt_never_contains_action(rules: list[Rule]) -> None:
+    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.testing import prompt_text
+
+    text = prompt_text(JUDGE_PROMPTS["applicability"].messages("x = 1", rules[0]))
+    assert rules[0].condition in text
+    assert rules[0].action not in text
+
+
+def test_extra_fields_travel_through_files_and_documents(tmp_path: Path) -> None:
+    rule = Rule(rule_id="R-1", rule_name="n", condition="c", action="a", severity="high", refs=["u1", "u2"])
+    path = save_rules([rule], tmp_path / "r.jsonl")
+    loaded = load_rules(path)[0]
+    assert loaded.model_extra == {"severity": "high", "refs": ["u1", "u2"]}
+    doc = loaded.to_document()
+    assert doc.metadata["severity"] == "high" and json.loads(doc.metadata["refs"]) == ["u1", "u2"]
+    doc.metadata["tag_score"] = 0.9  # verdict keys added by a retriever are not rule fields
+    back = Rule.from_document(doc)
+    assert back.model_extra == {"severity": "high", "refs": ["u1", "u2"]}

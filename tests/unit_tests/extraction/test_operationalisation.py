@@ -41,9 +41,22 @@ def test_ids_dropped_but_order_kept_are_recovered() -> None:
         {"rule_name": "a", "condition": "c1", "action": "x1"},
         {"rule_name": "b", "condition": "c2", "action": "x2", "does_not_apply_to": ["rookies"], "primary_tag": "trade"},
     ]
-    found, missing = collect_rules(UNITS, raw, notes=[])
+    found, missing = collect_rules(UNITS, raw, notes=[], extra_fields=("does_not_apply_to", "primary_tag"))
     assert [u.atomic_id for u, _ in found] == ["A-001", "A-002"] and not missing
     assert found[1][1]["does_not_apply_to"] == ["rookies"] and found[1][1]["primary_tag"] == "trade"
+
+
+def test_extra_fields_are_asked_for_and_only_those_are_kept() -> None:
+    from langchain_tag.prompts import operationalisation_messages
+    from langchain_tag.testing import prompt_text
+
+    text = prompt_text(
+        operationalisation_messages(domain="d", units=[{"atomic_id": "A-001", "text": "t"}], extra_fields={"severity": "low or high"})
+    )
+    assert '"severity": low or high' in text and '"severity": ...' in text
+    raw = [{"atomic_id": "A-001", "rule_name": "n", "condition": "c", "action": "a", "severity": "high", "noise": "x"}]
+    found, _ = collect_rules(UNITS[:1], raw, notes=[], extra_fields=("severity",))
+    assert found[0][1]["severity"] == "high" and "noise" not in found[0][1]
 
 
 def test_unoperationalised_draft_uses_unit_text() -> None:
