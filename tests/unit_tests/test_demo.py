@@ -31,7 +31,7 @@ def test_policy_ships_with_the_package() -> None:
 
 def test_demo_prints_tag_next_to_similarity(tmp_path: Path) -> None:
     out, log = io.StringIO(), io.StringIO()
-    rows = run_demo(**_models(), cache_dir=tmp_path, out=out, log=log)
+    rows = run_demo(**_models(), store=tmp_path / "store.sqlite", out=out, log=log)
     assert len(rows) == len(DEMO_INPUTS)
     first = rows[0]
     assert [name for _, name, _ in first.matched] and all(p == 0.93 for _, _, p in first.matched)
@@ -40,12 +40,13 @@ def test_demo_prints_tag_next_to_similarity(tmp_path: Path) -> None:
     assert "TAG matched" in text and "Chroma similarity top-2" in text and "P(YES)=0.93" in text
     assert "closest below threshold: " in text and first.near_misses[0][1] == pytest.approx(0.04)
     assert "extracting rules" in log.getvalue()
-    assert list(tmp_path.glob("demo-rules-*.jsonl"))
+    assert (tmp_path / "store.sqlite").stat().st_size > 0
 
 
-def test_second_run_reuses_cached_rules(tmp_path: Path) -> None:
-    run_demo(**_models(), cache_dir=tmp_path, out=io.StringIO(), log=io.StringIO())
+def test_second_run_reuses_the_extraction_store(tmp_path: Path) -> None:
+    first = run_demo(**_models(), store=tmp_path / "store.sqlite", out=io.StringIO(), log=io.StringIO())
     models = _models()
     log = io.StringIO()
-    run_demo(**models, cache_dir=tmp_path, out=io.StringIO(), log=log)
-    assert models["extractor"].calls == 0 and "loaded" in log.getvalue()
+    second = run_demo(**models, store=tmp_path / "store.sqlite", out=io.StringIO(), log=log)
+    assert models["extractor"].calls == 0 and "reused from the store" in log.getvalue()
+    assert [r.matched for r in second] == [r.matched for r in first]

