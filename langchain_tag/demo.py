@@ -139,7 +139,7 @@ def run_demo(
         row.similar = [(d.metadata.get("chunk_id", "?"), d.page_content) for d in similar.invoke(code)]
         _log(log, start, f"input {number}/{len(inputs)}: revising the code with {len(row.matched)} matched rules")
         t0 = time.perf_counter()
-        matched_docs = [by_id[j.rule_id].to_document() for j in result.matched]
+        matched_docs = retriever.documents(result)
         row.output = chain.invoke({"input": code, "documents": matched_docs, "unit_kind": "rules"}).strip()
         row.seconds_execute = time.perf_counter() - t0
         print(render_row(number, row, {r.rule_id: r for r in rules}), file=out, flush=True)

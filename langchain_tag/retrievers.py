@@ -94,6 +94,7 @@ class ApplicabilityRetriever(BaseRetriever):
     context_tokens: int | None = Field(default=None, ge=1)
 
     _rules: list[Rule] = PrivateAttr(default_factory=list)
+    _seen: dict[str, Rule] = PrivateAttr(default_factory=dict)
     _judge: PairwiseJudge = PrivateAttr()
 
     @field_validator("rules", mode="before")
@@ -163,14 +164,18 @@ class ApplicabilityRetriever(BaseRetriever):
     def _candidates(self, query: str) -> list[Rule]:
         if self.vectorstore is not None and self.candidates is not None:
             found = self.vectorstore.similarity_search(query, k=self.candidates)
-            return rules_from_documents(found)
+            return self._remember(rules_from_documents(found))
         return self._rules
 
     async def _acandidates(self, query: str) -> list[Rule]:
         if self.vectorstore is not None and self.candidates is not None:
             found = await self.vectorstore.asimilarity_search(query, k=self.candidates)
-            return rules_from_documents(found)
+            return self._remember(rules_from_documents(found))
         return self._rules
+
+    def _remember(self, rules: list[Rule]) -> list[Rule]:
+        self._seen.update((rule.rule_id, rule) for rule in rules)
+        return rules
 
     def match(self, query: str, *, callbacks: Any = None) -> MatchResult:
         """Judge every candidate rule and return all judgments, with token counts."""
@@ -180,14 +185,22 @@ class ApplicabilityRetriever(BaseRetriever):
         """Async twin of :meth:`match`."""
         return await self._judge.ajudge(query, await self._acandidates(query), callbacks=callbacks)
 
-    def _documents(self, result: MatchResult, rules: Sequence[Rule], k: int | None) -> list[Document]:
-        by_id = {rule.rule_id: rule for rule in rules}
+    def documents(self, result: MatchResult, *, k: int | None = None) -> list[Document]:
+        """The documents a retrieval returns for a match result: matched rules, highest P(YES) first, capped at ``k``.
+
+        Each carries its verdict in metadata (``tag_verdict``, ``tag_predicate``,
+        ``tag_score`` when known, ``tag_failed_rule_ids`` when some judgment
+        failed). Use it to turn :meth:`match`'s result into what
+        :meth:`invoke` would have returned.
+        """
+        by_id = {rule.rule_id: rule for rule in self._rules}
         failed = ",".join(j.rule_id for j in result.failed)
         cap = self.k if k is None else k
         matched = result.matched if cap is None else result.matched[:cap]
         docs = []
         for judgment in matched:
-            doc = by_id[judgment.rule_id].to_document()
+            rule = by_id.get(judgment.rule_id) or self._seen[judgment.rule_id]
+            doc = rule.to_document()
             doc.metadata[VERDICT_KEY] = "YES"
             doc.metadata[PREDICATE_KEY] = result.predicate
             if judgment.probability is not None:
@@ -203,7 +216,7 @@ class ApplicabilityRetriever(BaseRetriever):
     ) -> list[Document]:
         rules = self._candidates(query)
         result = self._judge.judge(query, rules, callbacks=run_manager.get_child())
-        return self._documents(result, rules, k)
+        return self.documents(result, k=k)
 
     @override
     async def _aget_relevant_documents(
@@ -211,7 +224,7 @@ class ApplicabilityRetriever(BaseRetriever):
     ) -> list[Document]:
         rules = await self._acandidates(query)
         result = await self._judge.ajudge(query, rules, callbacks=run_manager.get_child())
-        return self._documents(result, rules, k)
+        return self.documents(result, k=k)
 
 
 class RelevanceRetriever(ApplicabilityRetriever):

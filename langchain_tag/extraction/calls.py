@@ -214,11 +214,12 @@ class CallRunner:
         bar.update(1)
         return False
 
-    def _wait(self, batch: _Batch, retry: list[int], attempt: int) -> float:
-        """Backoff before the next round, if it resends a request that raised."""
-        if any(batch.errors[i].fault is not None for i in retry):
-            return backoff_delay(attempt, base=self.retry_backoff)
-        return 0.0
+    def _next_round(self, batch: _Batch, retry: list[int], attempt: int) -> tuple[list[int], float]:
+        """The calls to send in the next round, and the backoff before it (when it resends a request that raised)."""
+        pending = sorted(retry) if attempt < self.max_attempts else []
+        if any(batch.errors[i].fault is not None for i in pending):
+            return pending, backoff_delay(attempt, base=self.retry_backoff)
+        return pending, 0.0
 
     def _finish(self, batch: _Batch) -> None:
         for index, outcome in sorted(batch.errors.items()):
@@ -248,18 +249,14 @@ class CallRunner:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                retry: list[int] = []
                 stream = self.llm.batch_as_completed(
                     [calls[i].messages for i in pending],
                     config=self._config(calls[pending[0]].phase),
                     return_exceptions=True,
                 )
-                for pos, reply in stream:
-                    if self._take(batch, pending[pos], reply, bar):
-                        retry.append(pending[pos])
-                pending = sorted(retry) if attempt < self.max_attempts else []
-                if pending and (delay := self._wait(batch, pending, attempt)):
-                    time.sleep(delay)
+                retry = [pending[pos] for pos, reply in stream if self._take(batch, pending[pos], reply, bar)]
+                pending, delay = self._next_round(batch, retry, attempt)
+                time.sleep(delay)
         self._finish(batch)
         return batch.results
 
@@ -271,17 +268,13 @@ class CallRunner:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                retry: list[int] = []
                 stream = self.llm.abatch_as_completed(
                     [calls[i].messages for i in pending],
                     config=self._config(calls[pending[0]].phase),
                     return_exceptions=True,
                 )
-                async for pos, reply in stream:
-                    if self._take(batch, pending[pos], reply, bar):
-                        retry.append(pending[pos])
-                pending = sorted(retry) if attempt < self.max_attempts else []
-                if pending and (delay := self._wait(batch, pending, attempt)):
-                    await asyncio.sleep(delay)
+                retry = [pending[pos] async for pos, reply in stream if self._take(batch, pending[pos], reply, bar)]
+                pending, delay = self._next_round(batch, retry, attempt)
+                await asyncio.sleep(delay)
         self._finish(batch)
         return batch.results

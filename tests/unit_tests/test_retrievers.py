@@ -149,3 +149,20 @@ def test_drop_in_replacement_in_an_lcel_chain(rule_docs: list[Document]) -> None
 
     chain = {"context": retriever | fmt, "question": RunnablePassthrough()} | prompt | answer_llm | StrOutputParser()
     assert chain.invoke("def f():\n\treturn 1") == "ANSWER using tabs rule"
+
+
+def test_documents_of_a_match_result_are_what_invoke_returns(rules: list[Rule]) -> None:
+    probs = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.2}
+
+    def respond(text: str) -> tuple[str, float]:
+        rid = judged_rule_id(text)
+        return ("YES" if probs[rid] > 0.5 else "NO", probs[rid])
+
+    llm = FakeChatModel(respond=respond, with_logprobs=True)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, k=2)
+    from_match = retriever.documents(retriever.match("q"))
+    calls = llm.calls
+    invoked = retriever.invoke("q")  # answered from the verdict cache
+    assert llm.calls == calls
+    assert [(d.id, d.metadata) for d in from_match] == [(d.id, d.metadata) for d in invoked]
+    assert [d.metadata["rule_id"] for d in invoked] == ["R-002", "R-003"]
