@@ -15,13 +15,14 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_tag.calibration import Calibration, default_calibration, logit
 from langchain_tag.errors import InputTooLongError, ProviderError
 from langchain_tag.faults import (
     backoff_delay,
@@ -65,7 +66,9 @@ class Judgment:
     Attributes:
         rule_id: The rule judged.
         applies: Final decision (``False`` when the judgment failed).
-        probability: P(YES) from logprobs, when available.
+        probability: Raw P(YES) from logprobs, when available.
+        score: The calibrated score the threshold was applied to (equal to
+            ``probability`` without a calibration), when available.
         error: Why the judgment failed, if it did (then counted as NO).
         attempts: How many calls were made for this pair.
         prompt_tokens: Prompt tokens reported by the model, summed over attempts.
@@ -77,6 +80,7 @@ class Judgment:
     rule_id: str
     applies: bool = False
     probability: float | None = None
+    score: float | None = None
     error: str | None = None
     attempts: int = 0
     prompt_tokens: int = 0
@@ -95,10 +99,10 @@ class MatchResult:
 
     @property
     def matched(self) -> list[Judgment]:
-        """Judgments that said YES, highest probability first, then rule order."""
+        """Judgments that said YES, highest (calibrated) score first, then rule order."""
         yes = [j for j in self.judgments if j.applies]
         order = {id(j): i for i, j in enumerate(yes)}
-        return sorted(yes, key=lambda j: (-(j.probability if j.probability is not None else 1.0), order[id(j)]))
+        return sorted(yes, key=lambda j: (-(j.score if j.score is not None else 1.0), order[id(j)]))
 
     @property
     def failed(self) -> list[Judgment]:
@@ -158,6 +162,11 @@ class PairwiseJudge:
         retry_backoff: Base delay in seconds (exponential, with jitter)
             before resending requests that raised, when the model's own
             client does not retry them (see :mod:`langchain_tag.faults`).
+        calibration: Maps raw P(YES) to the calibrated score the threshold
+            applies to (:mod:`langchain_tag.calibration`); ``"default"``
+            takes the shipped calibration for the judge's model family and
+            prompt version when there is one (raw P(YES) otherwise); ``None``
+            uses raw P(YES).
         context_tokens: The judge model's context window. When set, a query
             whose prompt (estimated by :func:`estimate_tokens`) would not fit
             is refused with :class:`InputTooLongError` before any call; the
@@ -177,6 +186,7 @@ class PairwiseJudge:
         cache: VerdictCache | None = None,
         retry_backoff: float = 0.5,
         context_tokens: int | None = None,
+        calibration: Calibration | Literal["default"] | None = "default",
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
@@ -194,6 +204,8 @@ class PairwiseJudge:
         self.retry_backoff = retry_backoff
         self.context_tokens = context_tokens
         self._model: str | None = None
+        self._calibration = calibration
+        self._references: dict[str, float] = {}
 
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
         """The prompt for one pair."""
@@ -222,7 +234,14 @@ class PairwiseJudge:
             pending, faulted = self._absorb(judgments, pending, replies)
             if pending and attempt < self.max_attempts and faulted:
                 time.sleep(backoff_delay(attempt, base=self.retry_backoff))
-        return self._finish(query, judgments, keys)
+        result = self._finish(query, judgments, keys)
+        calibration = self.calibration
+        if calibration is not None and calibration.uses_reference:
+            for reference in calibration.reference_inputs:
+                missing = self._missing_references(reference, rules)
+                if missing:
+                    self._store_references(reference, missing, self._raw(reference).judge(reference, missing))
+        return self._calibrate(result, rules)
 
     async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`judge`."""
@@ -238,7 +257,81 @@ class PairwiseJudge:
             pending, faulted = self._absorb(judgments, pending, replies)
             if pending and attempt < self.max_attempts and faulted:
                 await asyncio.sleep(backoff_delay(attempt, base=self.retry_backoff))
-        return self._finish(query, judgments, keys)
+        result = self._finish(query, judgments, keys)
+        calibration = self.calibration
+        if calibration is not None and calibration.uses_reference:
+            for reference in calibration.reference_inputs:
+                missing = self._missing_references(reference, rules)
+                if missing:
+                    found = await self._raw(reference).ajudge(reference, missing)
+                    self._store_references(reference, missing, found)
+        return self._calibrate(result, rules)
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
+        if self._calibration == "default":
+            self._calibration = default_calibration(self.model_identity, self.prompt.version)
+        return self._calibration if isinstance(self._calibration, Calibration) else None
+
+    @calibration.setter
+    def calibration(self, value: Calibration | Literal["default"] | None) -> None:
+        self._calibration = value
+
+    @property
+    def model_identity(self) -> str:
+        """The judge model's identity (cache keys, default calibrations)."""
+        if self._model is None:
+            self._model = model_identity(self.llm)
+        return self._model
+
+    def _raw(self, reference: str) -> PairwiseJudge:
+        """A judge like this one without calibration, for the reference judgments."""
+        twin = PairwiseJudge(
+            self.llm,
+            self.prompt,
+            verdict_format=self.verdict_format,
+            max_concurrency=self.max_concurrency,
+            max_attempts=self.max_attempts,
+            cache=self.cache,
+            retry_backoff=self.retry_backoff,
+            calibration=None,
+        )
+        twin._model = self._model
+        return twin
+
+    def _reference_key(self, reference: str, rule: Rule) -> str:
+        return f"{reference}\x00{self.prompt.render_rule(rule)}"
+
+    def _missing_references(self, reference: str, rules: Sequence[Rule]) -> list[Rule]:
+        return [r for r in rules if self._reference_key(reference, r) not in self._references]
+
+    def _store_references(self, reference: str, rules: Sequence[Rule], result: MatchResult) -> None:
+        for rule, judgment in zip(rules, result.judgments, strict=True):
+            if judgment.probability is not None and judgment.error is None:
+                self._references[self._reference_key(reference, rule)] = logit(judgment.probability)
+
+    def reference_log_odds(self, rule: Rule) -> float | None:
+        """The rule's mean log-odds of YES on the calibration's reference inputs, if judged."""
+        calibration = self.calibration
+        if calibration is None or not calibration.uses_reference:
+            return None
+        found = [self._references.get(self._reference_key(ref, rule)) for ref in calibration.reference_inputs]
+        known = [v for v in found if v is not None]
+        return sum(known) / len(known) if known else None
+
+    def _calibrate(self, result: MatchResult, rules: Sequence[Rule]) -> MatchResult:
+        """Score each judgment and decide it against the threshold."""
+        calibration = self.calibration
+        for rule, judgment in zip(rules, result.judgments, strict=True):
+            if judgment.probability is None or judgment.error is not None:
+                continue
+            if calibration is None:
+                judgment.score = judgment.probability
+            else:
+                judgment.score = calibration.score(judgment.probability, self.reference_log_odds(rule))
+            judgment.applies = judgment.score >= self.threshold
+        return result
 
     def _start(self, query: str, rules: Sequence[Rule]) -> tuple[list[Judgment], list[int], list[str | None]]:
         """Fresh judgments, cached ones filled in; the indices still to judge; each pair's cache key."""
@@ -246,13 +339,11 @@ class PairwiseJudge:
         judgments = [Judgment(rule_id=r.rule_id) for r in rules]
         if self.cache is None:
             return judgments, list(range(len(rules))), [None] * len(rules)
-        if self._model is None:
-            self._model = model_identity(self.llm)
         keys: list[str | None] = []
         pending: list[int] = []
         for index, rule in enumerate(rules):
             key = verdict_key(
-                model=self._model,
+                model=self.model_identity,
                 prompt_version=self.prompt.version,
                 verdict_format=self.verdict_format,
                 query=query,

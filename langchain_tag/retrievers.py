@@ -8,8 +8,8 @@ verdict in metadata.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -22,6 +22,8 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self, override
 
+from langchain_tag.calibration import Calibration, CalibrationError, fit_calibration
+from langchain_tag.calibration import Method as CalibrationMethod
 from langchain_tag.matcher import MatchResult, PairwiseJudge
 from langchain_tag.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule, rules_from_documents
@@ -32,6 +34,7 @@ __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever"]
 # Metadata keys the retriever adds to each returned document.
 VERDICT_KEY = "tag_verdict"
 SCORE_KEY = "tag_score"
+RAW_SCORE_KEY = "tag_raw_score"
 PREDICATE_KEY = "tag_predicate"
 FAILED_KEY = "tag_failed_rule_ids"
 
@@ -64,7 +67,13 @@ class ApplicabilityRetriever(BaseRetriever):
         predicate: ``"applicability"`` (default), ``"relevance"``, ``"nba"`` or a
             :class:`~langchain_tag.prompts.JudgePrompt`.
         verdict_format: ``"token"`` (one-word YES/NO) or ``"json"``.
-        threshold: P(YES) needed for YES when the model returns logprobs.
+        threshold: Calibrated score needed for YES when the model returns logprobs.
+        calibration: Maps raw P(YES) to the calibrated score
+            (:mod:`langchain_tag.calibration`): ``"default"`` (the shipped
+            calibration of the judge's model family, raw P(YES) for models
+            without one), a :class:`~langchain_tag.calibration.Calibration`
+            (for example from :func:`~langchain_tag.calibration.fit_calibration`
+            or :meth:`Calibration.load`), or ``None`` for raw P(YES).
         k: Optional cap on the number of documents returned, highest P(YES) first.
         max_concurrency: Most judgments in flight at once.
         vectorstore: Optional store of rule documents to draw candidates from.
@@ -92,6 +101,7 @@ class ApplicabilityRetriever(BaseRetriever):
     candidates: int | None = Field(default=None, ge=1)
     cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
     context_tokens: int | None = Field(default=None, ge=1)
+    calibration: Calibration | Literal["default"] | None = "default"
 
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _seen: dict[str, Rule] = PrivateAttr(default_factory=dict)
@@ -120,6 +130,7 @@ class ApplicabilityRetriever(BaseRetriever):
             max_concurrency=self.max_concurrency,
             cache=self.cache,
             context_tokens=self.context_tokens,
+            calibration=self.calibration,
         )
         return self
 
@@ -185,12 +196,108 @@ class ApplicabilityRetriever(BaseRetriever):
         """Async twin of :meth:`match`."""
         return await self._judge.ajudge(query, await self._acandidates(query), callbacks=callbacks)
 
+    def calibrate(
+        self,
+        examples: Sequence[tuple[str, Iterable[str]]],
+        *,
+        method: CalibrationMethod = "platt",
+        reference_inputs: Sequence[str] = (),
+    ) -> Calibration:
+        """Fit a calibration from a few labelled inputs and use it from now on.
+
+        Every example is judged against every candidate rule with raw P(YES)
+        (through the verdict cache), then the labels are fitted with
+        :func:`~langchain_tag.calibration.fit_calibration`. Save the result
+        with :meth:`Calibration.save` and pass it back as ``calibration=``.
+
+        Args:
+            examples: ``(input, ids of the rules whose condition holds for it)`` pairs.
+            method: ``"threshold"``, ``"platt"`` or ``"isotonic"``.
+            reference_inputs: Content-free inputs for the per-rule step (see
+                :mod:`langchain_tag.calibration`); empty for none.
+
+        Raises:
+            CalibrationError: On an unknown rule id, no logprobs, or labels of one kind only.
+        """
+        probe, features, labels = self._start_calibration(reference_inputs)
+        try:
+            for query, holds in examples:
+                rules = self._candidates(query)
+                wanted = self._check_ids(holds, rules)
+                self._collect(rules, self._judge.judge(query, rules), wanted, probe, features, labels)
+        finally:
+            self._judge.calibration = self.calibration
+        return self._finish_calibration(features, labels, method, reference_inputs)
+
+    async def acalibrate(
+        self,
+        examples: Sequence[tuple[str, Iterable[str]]],
+        *,
+        method: CalibrationMethod = "platt",
+        reference_inputs: Sequence[str] = (),
+    ) -> Calibration:
+        """Async twin of :meth:`calibrate`."""
+        probe, features, labels = self._start_calibration(reference_inputs)
+        try:
+            for query, holds in examples:
+                rules = await self._acandidates(query)
+                wanted = self._check_ids(holds, rules)
+                self._collect(rules, await self._judge.ajudge(query, rules), wanted, probe, features, labels)
+        finally:
+            self._judge.calibration = self.calibration
+        return self._finish_calibration(features, labels, method, reference_inputs)
+
+    def _start_calibration(self, reference_inputs: Sequence[str]) -> tuple[Calibration, list[float], list[bool]]:
+        probe = Calibration(method="identity", reference_inputs=tuple(reference_inputs))
+        self._judge.calibration = probe
+        return probe, [], []
+
+    @staticmethod
+    def _check_ids(holds: Iterable[str], rules: Sequence[Rule]) -> set[str]:
+        wanted = set(holds)
+        unknown = sorted(wanted - {r.rule_id for r in rules})
+        if unknown:
+            raise CalibrationError(f"calibration example names rule id(s) not among the rules: {', '.join(unknown)}")
+        return wanted
+
+    def _collect(
+        self,
+        rules: Sequence[Rule],
+        result: MatchResult,
+        holds: set[str],
+        probe: Calibration,
+        features: list[float],
+        labels: list[bool],
+    ) -> None:
+        for rule, judgment in zip(rules, result.judgments, strict=True):
+            if judgment.probability is not None and judgment.error is None:
+                features.append(probe.feature(judgment.probability, self._judge.reference_log_odds(rule)))
+                labels.append(rule.rule_id in holds)
+
+    def _finish_calibration(
+        self, features: list[float], labels: list[bool], method: CalibrationMethod, reference_inputs: Sequence[str]
+    ) -> Calibration:
+        if not features:
+            raise CalibrationError("no judgment gave a probability: calibration needs a judge that returns logprobs")
+        fitted = fit_calibration(
+            features,
+            labels,
+            method=method,
+            reference_inputs=reference_inputs,
+            model=self._judge.model_identity,
+            prompt_version=self._judge.prompt.version,
+            note=f"fitted on {len(features)} labelled judgments ({sum(labels)} holding)",
+        )
+        self.calibration = fitted
+        self._judge.calibration = fitted
+        return fitted
+
     def documents(self, result: MatchResult, *, k: int | None = None) -> list[Document]:
         """The documents a retrieval returns for a match result: matched rules, highest P(YES) first, capped at ``k``.
 
         Each carries its verdict in metadata (``tag_verdict``, ``tag_predicate``,
-        ``tag_score`` when known, ``tag_failed_rule_ids`` when some judgment
-        failed). Use it to turn :meth:`match`'s result into what
+        ``tag_score`` (calibrated) and ``tag_raw_score`` (raw P(YES)) when
+        known, ``tag_failed_rule_ids`` when some judgment failed). Use it to turn :meth:`match`'s result into what
         :meth:`invoke` would have returned.
         """
         by_id = {rule.rule_id: rule for rule in self._rules}
@@ -203,8 +310,10 @@ class ApplicabilityRetriever(BaseRetriever):
             doc = rule.to_document()
             doc.metadata[VERDICT_KEY] = "YES"
             doc.metadata[PREDICATE_KEY] = result.predicate
+            if judgment.score is not None:
+                doc.metadata[SCORE_KEY] = judgment.score
             if judgment.probability is not None:
-                doc.metadata[SCORE_KEY] = judgment.probability
+                doc.metadata[RAW_SCORE_KEY] = judgment.probability
             if failed:
                 doc.metadata[FAILED_KEY] = failed
             docs.append(doc)

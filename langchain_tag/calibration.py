@@ -1,0 +1,328 @@
+"""Calibrated verdict scores: a judge's P(YES) mapped to a probability the threshold can trust.
+
+A small judge ranks (input, rule) pairs well but its P(YES) is biased, per
+model and per rule: the same 0.5 threshold can match nothing on one model
+and everything on another. A :class:`Calibration` maps the raw P(YES) to a
+calibrated score in two steps, both optional:
+
+1. **Per rule, label-free** (``reference_inputs``): the judge is also asked
+   about each rule on content-free reference inputs (for example ``"N/A"``),
+   and the rule's own bias, the mean log-odds it gives there, is subtracted
+   (contextual calibration). These reference judgments are ordinary
+   judgments: they go through the verdict cache, so each costs one call per
+   rule, model and prompt version, once.
+2. **Global** (``method``): ``"identity"``; ``"threshold"`` (a shift of the
+   log-odds that moves a chosen cut-off to 0.5); ``"platt"`` (a logistic fit
+   of the labels on the log-odds); or ``"isotonic"`` (a monotone step fit),
+   each fitted by :func:`fit_calibration` from labelled pairs.
+
+Calibrations are plain data: :meth:`Calibration.save` writes JSON (with the
+model and prompt version they were fitted for) and :meth:`Calibration.load`
+reads it back. :func:`default_calibration` gives the shipped default for a
+judge model family, chosen on development data.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_tag.errors import TagError
+
+__all__ = [
+    "DEFAULT_CALIBRATIONS",
+    "Calibration",
+    "CalibrationError",
+    "Method",
+    "default_calibration",
+    "expected_calibration_error",
+    "fit_calibration",
+    "logit",
+    "sigmoid",
+]
+
+Method = Literal["identity", "threshold", "platt", "isotonic"]
+METHODS: tuple[str, ...] = ("identity", "threshold", "platt", "isotonic")
+
+_EPS = 1e-4
+
+
+class CalibrationError(TagError, ValueError):
+    """A calibration could not be fitted, read or applied."""
+
+
+def logit(p: float) -> float:
+    """Log-odds of ``p``, clipped away from 0 and 1."""
+    p = min(max(p, _EPS), 1 - _EPS)
+    return math.log(p / (1 - p))
+
+
+def sigmoid(x: float) -> float:
+    """The inverse of :func:`logit`."""
+    if x >= 0:
+        return 1 / (1 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1 + z)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A map from a judge's raw P(YES) to a calibrated score.
+
+    Attributes:
+        method: ``"identity"``, ``"threshold"``, ``"platt"`` or ``"isotonic"``.
+        slope: Platt/threshold: the calibrated log-odds are
+            ``slope * x + intercept``, where ``x`` is the raw log-odds minus
+            the rule's reference log-odds (when ``reference_inputs`` is set).
+        intercept: See ``slope``.
+        points: Isotonic: ``(x, score)`` steps, ``x`` ascending.
+        reference_inputs: Content-free inputs whose mean log-odds per rule is
+            subtracted first (empty: no per-rule step).
+        model: The judge model the calibration was fitted for (informational;
+            :func:`default_calibration` matches on it).
+        prompt_version: The judge prompt version it was fitted for.
+        note: Where the numbers came from.
+    """
+
+    method: Method = "identity"
+    slope: float = 1.0
+    intercept: float = 0.0
+    points: tuple[tuple[float, float], ...] = ()
+    reference_inputs: tuple[str, ...] = ()
+    model: str | None = None
+    prompt_version: str | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        """Validate the fields.
+
+        Raises:
+            CalibrationError: On an unknown method or malformed parameters.
+        """
+        if self.method not in METHODS:
+            raise CalibrationError(f"unknown calibration method {self.method!r}; choose one of: {', '.join(METHODS)}")
+        if not all(math.isfinite(v) for v in (self.slope, self.intercept)):
+            raise CalibrationError("calibration slope and intercept must be finite numbers")
+        if self.method == "isotonic" and not self.points:
+            raise CalibrationError("an isotonic calibration needs points")
+        object.__setattr__(self, "points", tuple((float(x), float(y)) for x, y in self.points))
+        object.__setattr__(self, "reference_inputs", tuple(self.reference_inputs))
+
+    @property
+    def uses_reference(self) -> bool:
+        """Whether scores need the rule's reference log-odds (judgments on ``reference_inputs``)."""
+        return bool(self.reference_inputs)
+
+    def feature(self, probability: float, reference: float | None = None) -> float:
+        """The log-odds the global step sees: raw log-odds minus the rule's reference log-odds."""
+        x = logit(probability)
+        return x - reference if reference is not None else x
+
+    def score(self, probability: float, reference: float | None = None) -> float:
+        """The calibrated score of a raw P(YES).
+
+        Args:
+            probability: The judge's raw P(YES).
+            reference: The rule's mean log-odds on ``reference_inputs``
+                (ignored when the calibration has none).
+        """
+        x = self.feature(probability, reference if self.uses_reference else None)
+        if self.method == "identity":
+            return sigmoid(x)
+        if self.method == "isotonic":
+            xs = [p[0] for p in self.points]
+            i = bisect.bisect_right(xs, x) - 1
+            return self.points[max(i, 0)][1]
+        return sigmoid(self.slope * x + self.intercept)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The calibration as JSON-ready data."""
+        data = asdict(self)
+        data["points"] = [list(p) for p in self.points]
+        data["reference_inputs"] = list(self.reference_inputs)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Calibration:
+        """Read a calibration written by :meth:`to_dict`.
+
+        Raises:
+            CalibrationError: On unknown keys or bad values.
+        """
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise CalibrationError(f"unknown calibration field(s): {', '.join(unknown)}")
+        try:
+            return cls(**{**data, "points": tuple(tuple(p) for p in data.get("points", ()))})
+        except (TypeError, ValueError) as exc:
+            raise CalibrationError(f"bad calibration: {exc}") from exc
+
+    def save(self, path: str | Path) -> Path:
+        """Write the calibration as JSON."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Calibration:
+        """Read a calibration saved by :meth:`save`.
+
+        Raises:
+            CalibrationError: When the file is not a calibration.
+        """
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise CalibrationError(f"{path}: not JSON ({exc.msg})") from exc
+        if not isinstance(data, dict):
+            raise CalibrationError(f"{path}: expected a JSON object")
+        return cls.from_dict(data)
+
+
+def fit_calibration(
+    features: Sequence[float],
+    labels: Sequence[bool],
+    *,
+    method: Method = "platt",
+    reference_inputs: Sequence[str] = (),
+    model: str | None = None,
+    prompt_version: str | None = None,
+    note: str = "",
+) -> Calibration:
+    """Fit a calibration from labelled pairs.
+
+    Args:
+        features: For each pair, the log-odds the global step sees
+            (:meth:`Calibration.feature` of its raw P(YES) and, with
+            ``reference_inputs``, its rule's reference log-odds).
+        labels: Whether the rule's condition really holds for the pair.
+        method: ``"threshold"`` (the cut-off with the best F1, moved to 0.5),
+            ``"platt"`` (logistic regression) or ``"isotonic"`` (pool adjacent
+            violators).
+        reference_inputs: Recorded on the result: the features were computed
+            with these reference inputs.
+        model: Recorded on the result.
+        prompt_version: Recorded on the result.
+        note: Recorded on the result.
+
+    Raises:
+        CalibrationError: Without both a positive and a negative example, or
+            with mismatched lengths.
+    """
+    xs, ys = [float(x) for x in features], [1 if y else 0 for y in labels]
+    if len(xs) != len(ys):
+        raise CalibrationError(f"{len(xs)} features but {len(ys)} labels")
+    if not xs or len(set(ys)) < 2:
+        raise CalibrationError("fitting a calibration needs at least one positive and one negative example")
+    if not all(math.isfinite(x) for x in xs):
+        raise CalibrationError("features must be finite log-odds")
+    common: dict[str, Any] = {
+        "reference_inputs": tuple(reference_inputs),
+        "model": model,
+        "prompt_version": prompt_version,
+        "note": note,
+    }
+    if method == "threshold":
+        return Calibration(method="threshold", slope=1.0, intercept=-_best_f1_cut(xs, ys), **common)
+    if method == "platt":
+        slope, intercept = _platt(xs, ys)
+        return Calibration(method="platt", slope=slope, intercept=intercept, **common)
+    if method == "isotonic":
+        return Calibration(method="isotonic", points=_isotonic(xs, ys), **common)
+    raise CalibrationError(f"cannot fit calibration method {method!r}; choose threshold, platt or isotonic")
+
+
+def _best_f1_cut(xs: list[float], ys: list[int]) -> float:
+    """The log-odds cut-off (midway between neighbours) with the best F1; ties go to the higher cut."""
+    pairs = sorted(zip(xs, ys, strict=True), reverse=True)
+    positives = sum(ys)
+    best, best_cut, tp = -1.0, pairs[0][0] + 1.0, 0
+    for i, (x, y) in enumerate(pairs):
+        tp += y
+        if i + 1 < len(pairs) and pairs[i + 1][0] == x:
+            continue  # a cut cannot separate equal scores
+        f1 = 2 * tp / (i + 1 + positives)
+        if f1 > best:
+            nxt = pairs[i + 1][0] if i + 1 < len(pairs) else x - 1.0
+            best, best_cut = f1, (x + nxt) / 2
+    return best_cut
+
+
+def _platt(xs: list[float], ys: list[int], *, iterations: int = 100, ridge: float = 1e-3) -> tuple[float, float]:
+    """Logistic regression of ``ys`` on ``xs`` (Newton's method, Platt's smoothed targets, a small ridge)."""
+    n_pos, n_neg = sum(ys), len(ys) - sum(ys)
+    targets = [(n_pos + 1) / (n_pos + 2) if y else 1 / (n_neg + 2) for y in ys]
+    a, b = 1.0, 0.0
+    for _ in range(iterations):
+        g_a = g_b = h_aa = h_ab = h_bb = 0.0
+        for x, t in zip(xs, targets, strict=True):
+            p = sigmoid(a * x + b)
+            w = p * (1 - p)
+            g_a += (p - t) * x
+            g_b += p - t
+            h_aa += w * x * x
+            h_ab += w * x
+            h_bb += w
+        g_a += ridge * a
+        h_aa += ridge
+        h_bb += 1e-9
+        det = h_aa * h_bb - h_ab * h_ab
+        if abs(det) < 1e-12:
+            break
+        da = (h_bb * g_a - h_ab * g_b) / det
+        db = (h_aa * g_b - h_ab * g_a) / det
+        a, b = a - da, b - db
+        if abs(da) < 1e-9 and abs(db) < 1e-9:
+            break
+    return a, b
+
+
+def _isotonic(xs: list[float], ys: list[int]) -> tuple[tuple[float, float], ...]:
+    """Pool adjacent violators: a non-decreasing step function as ``(x where the step starts, value)``."""
+    pairs = sorted(zip(xs, ys, strict=True))
+    blocks: list[list[float]] = []  # [start x, sum of y, count]
+    for x, y in pairs:
+        blocks.append([x, float(y), 1.0])
+        while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
+            last = blocks.pop()
+            blocks[-1][1] += last[1]
+            blocks[-1][2] += last[2]
+    return tuple((start, total / count) for start, total, count in blocks)
+
+
+def expected_calibration_error(scores: Sequence[float], labels: Sequence[bool], *, bins: int = 10) -> float:
+    """Expected calibration error: the count-weighted gap between mean score and positive rate, in equal-width bins."""
+    if not scores:
+        return 0.0
+    totals = [[0.0, 0.0, 0] for _ in range(bins)]
+    for s, y in zip(scores, labels, strict=True):
+        b = totals[min(int(s * bins), bins - 1)]
+        b[0] += s
+        b[1] += 1.0 if y else 0.0
+        b[2] += 1
+    return sum(abs(b[0] - b[1]) for b in totals if b[2]) / len(scores)
+
+
+DEFAULT_CALIBRATIONS: dict[str, Calibration] = {}
+"""Shipped defaults per judge model family, keyed by a lower-case fragment of the model identity."""
+
+
+def default_calibration(model: str, prompt_version: str) -> Calibration | None:
+    """The shipped calibration for a judge model family and prompt version, if one was fitted.
+
+    Args:
+        model: The judge's identity (:func:`~langchain_tag.faults.model_identity`).
+        prompt_version: The judge prompt's version.
+    """
+    name = model.lower()
+    for fragment, calibration in DEFAULT_CALIBRATIONS.items():
+        if fragment in name and calibration.prompt_version == prompt_version:
+            return calibration
+    return None

@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from langchain_tag.calibration import (
+    Calibration,
+    CalibrationError,
+    default_calibration,
+    expected_calibration_error,
+    fit_calibration,
+    logit,
+    sigmoid,
+)
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, judged_rule_id
+
+
+def _biased_pairs(n: int = 400, seed: int = 0) -> tuple[list[float], list[bool]]:
+    """Log-odds of a judge that ranks well but sits low: positives around 0.35, negatives around 0.15."""
+    rng = random.Random(seed)
+    xs, ys = [], []
+    for _ in range(n):
+        y = rng.random() < 0.3
+        xs.append(rng.gauss(logit(0.35) if y else logit(0.15), 0.4))
+        ys.append(y)
+    return xs, ys
+
+
+def _f1(scores: list[float], labels: list[bool], threshold: float = 0.5) -> float:
+    tp = sum(1 for s, y in zip(scores, labels, strict=True) if s >= threshold and y)
+    fp = sum(1 for s, y in zip(scores, labels, strict=True) if s >= threshold and not y)
+    fn = sum(1 for s, y in zip(scores, labels, strict=True) if s < threshold and y)
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+@pytest.mark.parametrize("method", ["threshold", "platt", "isotonic"])
+def test_fitted_calibration_beats_raw_threshold_on_held_out_pairs(method: str) -> None:
+    xs, ys = _biased_pairs(seed=1)
+    test_xs, test_ys = _biased_pairs(seed=2)
+    calibration = fit_calibration(xs, ys, method=method)  # type: ignore[arg-type]
+    raw = [sigmoid(x) for x in test_xs]
+    calibrated = [calibration.score(sigmoid(x)) for x in test_xs]
+    assert _f1(raw, test_ys) < 0.3  # raw P(YES) at 0.5 matches almost nothing
+    assert _f1(calibrated, test_ys) > 0.6
+    if method != "threshold":  # a pure shift moves the cut, not the spread
+        assert expected_calibration_error(calibrated, test_ys) < expected_calibration_error(raw, test_ys)
+
+
+def test_platt_recovers_a_known_logistic_map() -> None:
+    rng = random.Random(3)
+    xs = [rng.uniform(-4, 4) for _ in range(4000)]
+    ys = [rng.random() < sigmoid(2.0 * x + 1.0) for x in xs]
+    calibration = fit_calibration(xs, ys, method="platt")
+    assert calibration.slope == pytest.approx(2.0, rel=0.15)
+    assert calibration.intercept == pytest.approx(1.0, abs=0.2)
+
+
+def test_isotonic_scores_never_decrease() -> None:
+    xs, ys = _biased_pairs()
+    calibration = fit_calibration(xs, ys, method="isotonic")
+    grid = [calibration.score(sigmoid(x / 10)) for x in range(-60, 30)]
+    assert grid == sorted(grid)
+
+
+def test_threshold_moves_the_best_cut_to_one_half() -> None:
+    xs = [logit(p) for p in (0.1, 0.2, 0.3, 0.35, 0.45, 0.5)]
+    ys = [False, False, False, True, True, True]
+    calibration = fit_calibration(xs, ys, method="threshold")
+    assert calibration.score(0.35) > 0.5 > calibration.score(0.3)
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    xs, ys = _biased_pairs()
+    calibration = fit_calibration(xs, ys, method="isotonic", reference_inputs=["N/A"], model="m", prompt_version="v")
+    loaded = Calibration.load(calibration.save(tmp_path / "cal.json"))
+    assert loaded == calibration
+    assert loaded.score(0.3, reference=-1.0) == calibration.score(0.3, reference=-1.0)
+
+
+def test_bad_input_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CalibrationError, match="positive and one negative"):
+        fit_calibration([0.1, 0.2], [True, True])
+    with pytest.raises(CalibrationError, match="unknown calibration method"):
+        Calibration(method="magic")  # type: ignore[arg-type]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(CalibrationError, match="not JSON"):
+        Calibration.load(bad)
+    bad.write_text('{"method": "platt", "slop": 1}')
+    with pytest.raises(CalibrationError, match="slop"):
+        Calibration.load(bad)
+
+
+def test_default_calibration_matches_model_family_and_prompt_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_tag import calibration as module
+
+    shipped = Calibration(method="threshold", intercept=1.0, prompt_version="judge-v9")
+    monkeypatch.setitem(module.DEFAULT_CALIBRATIONS, "tiny-judge", shipped)
+    assert default_calibration("http://x/v1/Tiny-Judge-Q4.gguf", "judge-v9") is shipped
+    assert default_calibration("Tiny-Judge", "judge-v8") is None  # another prompt version: not fitted for it
+    assert default_calibration("other-model", "judge-v9") is None
+
+
+# ---------------------------------------------------------------- in the retriever
+RULES = [
+    Rule(rule_id="R-1", rule_name="one", condition="c1", action="a1"),
+    Rule(rule_id="R-2", rule_name="two", condition="c2", action="a2"),
+    Rule(rule_id="R-3", rule_name="three", condition="c3", action="a3"),
+]
+# A judge biased per rule: R-3 always leans YES, so only a per-rule step separates it.
+BIAS = {"R-1": 0.05, "R-2": 0.1, "R-3": 0.6}
+
+
+def _judge() -> FakeChatModel:
+    def respond(text: str) -> tuple[str, float]:
+        rule_id = judged_rule_id(text)
+        p = BIAS[rule_id]
+        if f"HOLDS-{rule_id}" in text:
+            p = min(0.95, p + 0.3)
+        return ("YES" if p >= 0.5 else "NO", p)
+
+    return FakeChatModel(respond=respond, with_logprobs=True)
+
+
+def test_retriever_applies_calibration_and_reports_raw_and_calibrated_scores() -> None:
+    calibration = Calibration(method="threshold", intercept=-logit(0.3))  # raw 0.3 -> 0.5
+    retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=calibration)
+    docs = retriever.invoke("HOLDS-R-1")
+    assert [d.metadata["rule_id"] for d in docs] == ["R-3", "R-1"]
+    first = docs[0].metadata
+    assert first["tag_raw_score"] == pytest.approx(0.6)
+    assert first["tag_score"] == pytest.approx(calibration.score(0.6))
+
+
+def test_reference_inputs_remove_a_rules_own_bias_and_are_judged_once() -> None:
+    llm = _judge()
+    calibration = Calibration(method="threshold", intercept=-1.0, reference_inputs=("N/A",))
+    retriever = ApplicabilityRetriever(llm=llm, rules=RULES, calibration=calibration)
+    assert [d.metadata["rule_id"] for d in retriever.invoke("HOLDS-R-3")] == ["R-3"]
+    assert retriever.invoke("HOLDS-R-2 only") and llm.calls == 3 + 3 + 3  # references judged once
+    assert [d.metadata["rule_id"] for d in retriever.invoke("nothing holds")] == []
+    assert llm.calls == 3 * 4
+
+
+def test_calibrate_fits_from_labelled_examples_and_is_used_next(tmp_path: Path) -> None:
+    retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=None)
+    assert [d.metadata["rule_id"] for d in retriever.invoke("HOLDS-R-1")] == ["R-3"]  # raw: the biased rule wins
+    examples = [("HOLDS-R-1", ["R-1"]), ("HOLDS-R-2", ["R-2"]), ("HOLDS-R-3", ["R-3"]), ("none", [])]
+    fitted = retriever.calibrate(examples, method="isotonic", reference_inputs=["N/A"])
+    assert fitted.reference_inputs == ("N/A",) and "12 labelled judgments" in fitted.note
+    assert [d.metadata["rule_id"] for d in retriever.invoke("HOLDS-R-1")] == ["R-1"]
+    again = ApplicabilityRetriever(
+        llm=_judge(), rules=RULES, calibration=Calibration.load(fitted.save(tmp_path / "c.json"))
+    )
+    assert [d.metadata["rule_id"] for d in again.invoke("HOLDS-R-2")] == ["R-2"]
+
+
+def test_calibrate_refuses_unknown_rule_ids_and_keeps_its_calibration() -> None:
+    retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=None)
+    with pytest.raises(CalibrationError, match="R-9"):
+        retriever.calibrate([("x", ["R-9"])])
+    assert retriever._judge.calibration is None
+
+
+async def test_acalibrate_matches_calibrate() -> None:
+    examples = [("HOLDS-R-1", ["R-1"]), ("HOLDS-R-3", ["R-3"]), ("none", [])]
+    sync = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=None).calibrate(examples, method="platt")
+    other = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=None)
+    fitted = await other.acalibrate(examples, method="platt")
+    assert fitted.slope == pytest.approx(sync.slope) and fitted.intercept == pytest.approx(sync.intercept)
