@@ -25,6 +25,7 @@ __all__ = [
     "EXECUTOR_PROMPTS",
     "EXTRACTION_PROMPT_VERSION",
     "JUDGE_PROMPTS",
+    "SPAN_LABELS",
     "ExecutorPrompt",
     "JudgePrompt",
     "VerdictFormat",
@@ -39,35 +40,59 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v6"  # v6: ids in phase 2-4 prompts are numbered per batch
+EXTRACTION_PROMPT_VERSION = "extract-v7"  # v7: phase 1 labels numbered sentences instead of copying spans
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
 
+SPAN_LABELS: tuple[str, ...] = (
+    "requirement",
+    "prohibition",
+    "recommendation",
+    "permission",
+    "exception",
+    "conditional",
+    "continuation",
+    "background",
+)
+"""Phase 1's sentence labels: the six normative types, a continuation of the previous rule, and background."""
+
 _SPAN_SYSTEM = (
-    """You read {domain} documents and mark every passage that tells someone what to do.
-A normative span is text that requires, forbids, recommends, permits, makes an exception to, or sets a condition on some action. Be generous: soft wording ("prefer", "avoid", "usually", "should normally") counts.
-Leave out background, history, motivation, examples that state no rule, and definitions, unless a definition is needed to know when a rule applies.
-Copy each span exactly as it appears in the section, character for character. Never paraphrase, shorten with ellipses, or join separate passages.
+    """You read {domain} documents one sentence at a time and label what each sentence does. The rules will later be applied to {task_input}.
+Labels:
+- requirement: something must or should be done;
+- prohibition: something must not be done ("never", "do not", "is forbidden");
+- recommendation: something is advised or preferred ("prefer", "avoid", "rather than", "usually");
+- permission: something may be done;
+- exception: a nearby rule does not apply in some case;
+- conditional: something must or may be done only when a condition holds;
+- continuation: the sentence completes the rule of the sentence just before it, for example by saying what to do instead;
+- background: anything that tells nobody what to do: history, motivation, who wrote or maintains the document, descriptions, definitions, headings, examples.
+Give every sentence exactly one label.
 """
     + _JSON_ONLY
 )
 
 _SPAN_USER = """Section title: {title}
-Section text:
-<<<
-{text}
->>>
+Sentences:
+{sentences}
 
-Return {{"spans": [{{"span_id": "S-001", "text": "<exact substring of the section>", "normative_type": "requirement|prohibition|recommendation|permission|exception|conditional", "context_summary": "<one sentence on what the span governs>"}}]}}.
-Number spans S-001, S-002, ... in reading order. Return {{"spans": []}} if the section states no rule."""
+Return {{"labels": [{{"n": 1, "label": "<label>"}}, ...]}} with one entry per sentence, n = 1 to {count}, in order."""
 
 
-def span_detection_messages(*, domain: str, title: str, text: str) -> list[BaseMessage]:
-    """Phase 1: find the normative spans of one document section."""
+def span_detection_messages(
+    *, domain: str, title: str, sentences: Sequence[str], task_input: str = DEFAULT_TASK_INPUT
+) -> list[BaseMessage]:
+    """Phase 1: label every sentence of one document section.
+
+    The sentences are numbered; the reply refers to them by number, so the
+    program, not the model, copies the text (spans are verbatim by
+    construction, and the reply is a few tokens per sentence).
+    """
+    listing = "\n".join(f"[{i}] {' '.join(s.split())}" for i, s in enumerate(sentences, start=1))
     return [
-        SystemMessage(_SPAN_SYSTEM.format(domain=domain)),
-        HumanMessage(_SPAN_USER.format(title=title or "(untitled)", text=text)),
+        SystemMessage(_SPAN_SYSTEM.format(domain=domain, task_input=task_input)),
+        HumanMessage(_SPAN_USER.format(title=title or "(untitled)", sentences=listing, count=len(sentences))),
     ]
 
 

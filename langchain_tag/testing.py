@@ -226,32 +226,19 @@ class HashingEmbeddings(Embeddings):
         return self._embed(text)
 
 
-_SECTION = re.compile(r"<<<\n(.*)\n>>>", re.DOTALL)
 _LISTING = re.compile(r"^(?:Spans|Statements to turn into rules|Rules):\n(\[.*\])\n\nReturn", re.DOTALL | re.MULTILINE)
 _NORMATIVE = re.compile(r"\b(must|should|never|avoid|prefer|do not|don't|always|use)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.!?]+[.!?]")
+_NUMBERED = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 
 
 def fake_extraction_reply(text: str) -> str:
     """Deterministic extraction replies keyed on the JSON each phase asks for."""
     import json
 
-    if 'Return {"spans"' in text:
-        section = _SECTION.search(text)
-        body = section.group(1) if section else ""
-        spans = [
-            {"span_id": f"S-{i:03d}", "text": s.strip(), "normative_type": "requirement", "context_summary": ""}
-            for i, s in enumerate(
-                (
-                    m.group(0)
-                    for para in re.split(r"\n\s*\n", body)
-                    for m in _SENTENCE.finditer(para)
-                    if _NORMATIVE.search(m.group(0))
-                ),
-                1,
-            )
-        ]
-        return json.dumps({"spans": spans})
+    if 'Return {"labels"' in text:
+        numbered = _NUMBERED.findall(text)
+        labels = [{"n": int(n), "label": "requirement" if _NORMATIVE.search(s) else "background"} for n, s in numbered]
+        return json.dumps({"labels": labels})
     listing = _LISTING.search(text)
     items = json.loads(listing.group(1)) if listing else []
     if 'Return {"units"' in text:
@@ -303,8 +290,8 @@ def fake_extraction_reply(text: str) -> str:
 def fake_extractor(**kwargs: Any) -> FakeChatModel:
     """A fake extraction model: sentences with modal words become rules.
 
-    Phase 1 marks each sentence containing "must", "should", "never", "avoid",
-    "prefer", "do not", "always" or "use"; phase 2 keeps each span whole;
+    Phase 1 labels each sentence containing "must", "should", "never", "avoid",
+    "prefer", "do not", "always" or "use" a requirement, the rest background; phase 2 keeps each span whole;
     phase 3 writes a rule whose action is the sentence; phase 4 merges exact
     duplicates. Replies are a function of the prompt alone.
     """

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Section", "split_paragraphs", "split_sections"]
+__all__ = ["Section", "split_paragraphs", "split_sections", "split_sentences"]
 
 # A Markdown ATX heading ("## Title"), or a line underlined by a row of one
 # punctuation character (reStructuredText / setext), e.g. "Title\n=====".
@@ -17,6 +17,12 @@ _ATX = re.compile(r"^#{1,6}\s+\S.*$", re.MULTILINE)
 _UNDERLINED = re.compile(r"^(?P<title>[^\n]*\S[^\n]*)\n(?P<rule>([=\-~^\"'`#*+])\3{2,})[ \t]*$", re.MULTILINE)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+# A sentence ends at . ! or ? (after any closing quote or bracket) followed by
+# whitespace and something that can start a sentence.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9`\"'(\[*_])")
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Mr|Mrs|Ms|Dr|No|St|Sec|Art)\.|\b[A-Z]\.)[\"')\]]*$")
+_LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*+\u2022]|\d{1,3}[.)]|\([a-z0-9]{1,3}\))[ \t]+\S)")
+_RULE_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t].*|([=\-~^\"'`#*+])\1{2,}[ \t]*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -158,3 +164,34 @@ def _is_heading(paragraph: str, title: str) -> bool:
     lines = [ln.strip() for ln in paragraph.splitlines() if ln.strip()]
     words = [ln.lstrip("#").strip() for ln in lines if len(set(ln)) > 1 or ln[0].isalnum()]
     return bool(title) and words == [title]
+
+
+def split_sentences(section: Section, *, min_chars: int = 8) -> list[tuple[int, int]]:
+    """The section's sentences as document ``(start, end)`` offsets, in order.
+
+    Paragraphs are cut at list items, then at sentence ends (not after
+    common abbreviations such as "e.g."); heading lines and scraps shorter
+    than ``min_chars`` are left out. Every range is an exact slice of the
+    document, so a span built from sentences is verbatim by construction.
+    """
+    out: list[tuple[int, int]] = []
+    for start, paragraph in split_paragraphs(section, min_chars=1):
+        text = _RULE_LINE.sub(lambda m: " " * len(m.group(0)), paragraph)
+        pieces: list[tuple[int, int]] = []
+        block_start = 0
+        for cut in [m.start() for m in _LIST_ITEM.finditer(text)] + [len(text)]:
+            piece_start = block_start
+            for m in _SENTENCE_BREAK.finditer(text, block_start, cut):
+                if _ABBREVIATION.search(text, piece_start, m.start()):
+                    continue
+                pieces.append((piece_start, m.start()))
+                piece_start = m.end()
+            pieces.append((piece_start, cut))
+            block_start = cut
+        for lo, hi in pieces:
+            piece = text[lo:hi]
+            lead = len(piece) - len(piece.lstrip())
+            stripped = piece.strip()
+            if len(stripped) >= min_chars:
+                out.append((start + lo + lead, start + lo + lead + len(stripped)))
+    return out

@@ -1,32 +1,29 @@
 """Phase 1: normative span detection, one call per section.
 
-The model lists the spans of a section that state a rule. Each span must be
-an exact substring of the section; a span that is not is snapped to the
-closest verbatim passage when the fuzzy similarity exceeds 0.85, and dropped
-and reported otherwise.
+The section is cut into sentences (:func:`~langchain_tag.extraction.sections.split_sentences`)
+and the model labels each numbered sentence: one of the normative types, a
+continuation of the previous sentence's rule, or background. Consecutive
+sentences of one rule (a normative sentence and its continuations) form a
+span. The model never copies text, so spans are exact slices of the document
+by construction; a reply that does not label every sentence is a failed call
+(retried, then reported), never a silent loss.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tag.extraction.alignment import align
+from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.sections import Section, split_paragraphs
 from langchain_tag.parsing import parse_json_items
-from langchain_tag.prompts import span_detection_messages
+from langchain_tag.prompts import DEFAULT_TASK_INPUT, SPAN_LABELS, span_detection_messages
 
-__all__ = ["NORMATIVE_TYPES", "Span", "locate_spans", "paragraph_spans", "span_calls"]
-
-# The reply is {"spans": [...]}; items that are not objects are dropped.
-_parse = functools.partial(parse_json_items, key="spans")
+__all__ = ["NORMATIVE_TYPES", "Span", "paragraph_spans", "parse_labels", "span_calls", "spans_from_labels"]
 
 NORMATIVE_TYPES = frozenset({"requirement", "prohibition", "recommendation", "permission", "exception", "conditional"})
-_SNAP_THRESHOLD = 0.85
-_MIN_SPAN_CHARS = 8
 
 
 @dataclass(frozen=True)
@@ -54,44 +51,81 @@ class Span:
     end: int
 
 
-def span_calls(sections: Sequence[Section], *, domain: str) -> list[Call[list[dict[str, Any]]]]:
-    """One phase-1 call per section."""
-    return [
-        Call(1, s.section_id, span_detection_messages(domain=domain, title=s.title, text=s.text), _parse)
-        for s in sections
-    ]
+def parse_labels(text: str, *, count: int) -> list[str]:
+    """Read phase 1's reply: one label per numbered sentence, ``count`` of them.
+
+    Entries may come as ``{"n": 3, "label": "prohibition"}`` or in order without
+    ``n``. An unknown label reads as ``"background"`` only when it is empty;
+    otherwise it is kept for the caller to report.
+
+    Raises:
+        ParseError: When any sentence from 1 to ``count`` has no label.
+    """
+    items = parse_json_items(text, "labels")
+    labels: dict[int, str] = {}
+    for position, item in enumerate(items, start=1):
+        number = item.get("n", position)
+        try:
+            number = int(number)
+        except (TypeError, ValueError):
+            number = position
+        label = " ".join(str(item.get("label") or "").lower().split())
+        if 1 <= number <= count and number not in labels:
+            labels[number] = label or "background"
+    missing = [n for n in range(1, count + 1) if n not in labels]
+    if missing:
+        shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
+        raise ParseError(f"the reply labels {count - len(missing)} of {count} sentences; missing: {shown}")
+    return [labels[n] for n in range(1, count + 1)]
 
 
-def locate_spans(
-    section: Section, raw_spans: Sequence[dict[str, Any]], *, notes: list[str]
+def span_calls(
+    sections: Sequence[tuple[Section, Sequence[tuple[int, int]]]],
+    *,
+    domain: str,
+    task_input: str = DEFAULT_TASK_INPUT,
+    texts: dict[str, str],
+) -> list[Call[list[str]]]:
+    """One phase-1 call per section, given with its sentences (document offsets)."""
+    calls: list[Call[list[str]]] = []
+    for section, sentences in sections:
+        text = texts[section.document_id]
+        messages = span_detection_messages(
+            domain=domain, title=section.title, sentences=[text[a:b] for a, b in sentences], task_input=task_input
+        )
+        count = len(sentences)
+        calls.append(Call(1, section.section_id, messages, lambda reply, count=count: parse_labels(reply, count=count)))
+    return calls
+
+
+def spans_from_labels(
+    section: Section, sentences: Sequence[tuple[int, int]], labels: Sequence[str], *, notes: list[str]
 ) -> list[tuple[int, int, str, str]]:
-    """Verify raw spans against the section text.
+    """Group labelled sentences into spans.
+
+    A normative sentence starts a span; each ``continuation`` right after it
+    extends the span; background ends it. An unknown label is reported and
+    treated as background.
 
     Returns:
-        ``(start, end, normative_type, context_summary)`` per kept span, with
-        document offsets, in document order, without repeats.
+        ``(start, end, normative_type, context_summary)`` per span, with document
+        offsets, in document order.
     """
-    found: dict[tuple[int, int], tuple[int, int, str, str]] = {}
-    for raw in raw_spans:
-        text = str(raw.get("text") or "").strip()
-        if len(text) < _MIN_SPAN_CHARS:
-            notes.append(f"{section.section_id}: span {raw.get('span_id')!r} has no usable text; dropped")
-            continue
-        found_at = align(text, section.text, threshold=_SNAP_THRESHOLD)
-        if found_at is None:
-            notes.append(f"{section.section_id}: span {raw.get('span_id')!r} is not in the section text; dropped")
-            continue
-        lo, hi = found_at.start, found_at.end
-        if found_at.score < 1.0:
-            notes.append(
-                f"{section.section_id}: span {raw.get('span_id')!r} snapped to the source text "
-                f"(similarity {found_at.score:.2f})"
-            )
-        kind = str(raw.get("normative_type") or "").strip().lower()
-        kind = kind if kind in NORMATIVE_TYPES else "unspecified"
-        summary = str(raw.get("context_summary") or "").strip()
-        found.setdefault((lo, hi), (section.start + lo, section.start + hi, kind, summary))
-    return sorted(found.values())
+    spans: list[list[Any]] = []
+    previous_in_span = False
+    for number, ((start, end), label) in enumerate(zip(sentences, labels, strict=True), start=1):
+        if label in NORMATIVE_TYPES:
+            spans.append([start, end, label, section.title])
+            previous_in_span = True
+        elif label == "continuation" and previous_in_span:
+            spans[-1][1] = end
+        elif label == "continuation":
+            notes.append(f"{section.section_id}: sentence {number} continues no rule; left out")
+        else:
+            if label not in SPAN_LABELS:
+                notes.append(f"{section.section_id}: sentence {number} has unknown label {label!r}; left out")
+            previous_in_span = False
+    return [(s, e, kind, summary) for s, e, kind, summary in spans]
 
 
 def paragraph_spans(section: Section) -> list[tuple[int, int, str, str]]:

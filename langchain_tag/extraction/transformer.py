@@ -27,8 +27,8 @@ from langchain_tag.extraction.operationalisation import (
     unoperationalised_draft,
 )
 from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
-from langchain_tag.extraction.sections import Section, split_sections
-from langchain_tag.extraction.span_detection import Span, locate_spans, paragraph_spans, span_calls
+from langchain_tag.extraction.sections import Section, split_sections, split_sentences
+from langchain_tag.extraction.span_detection import Span, paragraph_spans, span_calls, spans_from_labels
 from langchain_tag.extraction.store import ExtractionStore, open_store
 from langchain_tag.extraction.verification import (
     independence_ratio,
@@ -249,10 +249,17 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         if 1 in self.skip_phases:
             located = [paragraph_spans(s) for s in sections]
         else:
-            raw = yield span_calls(sections, domain=self.domain), "phase 1: spans"
-            located = [
-                locate_spans(s, r, notes=notes) if r is not None else [] for s, r in zip(sections, raw, strict=True)
-            ]
+            sentences = [split_sentences(s) for s in sections]
+            todo = [(s, found) for s, found in zip(sections, sentences, strict=True) if found]
+            for section, found in zip(sections, sentences, strict=True):
+                if not found:
+                    notes.append(f"{section.section_id}: no sentence to read (headings only?); no call made")
+            calls = span_calls(todo, domain=self.domain, task_input=self.task_input, texts=texts)
+            replies = iter((yield calls, "phase 1: spans"))
+            located = []
+            for section, found in zip(sections, sentences, strict=True):
+                labels = next(replies) if found else None
+                located.append(spans_from_labels(section, found, labels, notes=notes) if labels is not None else [])
         spans: list[Span] = []
         for section, found in zip(sections, located, strict=True):
             for start, end, kind, summary in found:

@@ -10,10 +10,10 @@ from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_openai import ChatOpenAI
 
 import langchain_tag.matcher as matcher_module
-from langchain_tag.faults import backoff_delay, client_retries, describe_model, is_transient
 from langchain_tag.errors import InputTooLongError, ProviderError
-from langchain_tag.matcher import PairwiseJudge
+from langchain_tag.faults import backoff_delay, client_retries, describe_model, is_transient
 from langchain_tag.local.models import ModelConfig, get_chat_model
+from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id

@@ -1,4 +1,4 @@
-"""Property tests: JSON repair never raises anything but ParseError; span offsets are exact."""
+"""Property tests: JSON repair never raises anything but ParseError; sentence and span offsets are exact."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_tag.extraction.alignment import align
-from langchain_tag.extraction.sections import Section
-from langchain_tag.extraction.span_detection import locate_spans
+from langchain_tag.extraction.sections import Section, split_sentences
+from langchain_tag.extraction.span_detection import parse_labels, spans_from_labels
 from langchain_tag.parsing import ParseError, parse_json_object, parse_verdict
+from langchain_tag.prompts import SPAN_LABELS
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -73,28 +74,32 @@ def test_any_substring_is_found_at_exact_offsets(document: str, data: st.DataObj
     assert document[found.start : found.end] == span.strip()
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet="abcdefgh ", min_size=30, max_size=200), st.data())
-def test_located_spans_slice_the_document_exactly(body: str, data: st.DataObject) -> None:
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdefgh .!?\n-#`'ABCDE()", min_size=1, max_size=300), st.data())
+def test_sentences_and_spans_slice_the_document_exactly(body: str, data: st.DataObject) -> None:
     prefix = "Title\n=====\n\n"
     document = prefix + body
     section = Section("d#1", "d", "Title", body, len(prefix))
-    start = data.draw(st.integers(0, len(body) - 1))
-    end = data.draw(st.integers(start + 1, len(body)))
-    span = body[start:end]
-    found = locate_spans(section, [{"span_id": "S-001", "text": span}], notes=[])
-    if len(span.strip()) >= 8:
-        ((lo, hi, _, _),) = found
-        assert document[lo:hi] == span.strip() and section.start <= lo < hi <= section.end
-    else:
-        assert found == []
+    sentences = split_sentences(section)
+    previous_end = section.start
+    for lo, hi in sentences:
+        assert previous_end <= lo < hi <= section.end  # in order, inside the section, never overlapping
+        assert document[lo:hi] == document[lo:hi].strip() and len(document[lo:hi]) >= 8
+        previous_end = hi
+    labels = data.draw(st.lists(st.sampled_from(SPAN_LABELS), min_size=len(sentences), max_size=len(sentences)))
+    spans = spans_from_labels(section, sentences, labels, notes=[])
+    starts = {lo for lo, _ in sentences}
+    ends = {hi for _, hi in sentences}
+    for lo, hi, kind, _ in spans:
+        assert lo in starts and hi in ends and kind in SPAN_LABELS and kind not in ("continuation", "background")
+    assert len(spans) == sum(1 for label in labels if label not in ("continuation", "background"))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet="abc ", min_size=20, max_size=80), st.text(alphabet="xyz", min_size=12, max_size=30))
-def test_non_substrings_are_rejected(document: str, foreign: str) -> None:
-    assert align(foreign, document) is None
-    notes: list[str] = []
-    section = Section("d#1", "d", "", document, 0)
-    assert locate_spans(section, [{"span_id": "S-001", "text": foreign}], notes=notes) == []
-    assert notes and "not in the section" in notes[0]
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.integers(1, 20))
+def test_parse_labels_gives_every_label_or_raises_parse_error(text: str, count: int) -> None:
+    try:
+        labels = parse_labels(text, count=count)
+    except ParseError:
+        return
+    assert len(labels) == count and all(isinstance(label, str) and label for label in labels)

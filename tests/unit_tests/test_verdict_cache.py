@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.faults import model_identity
+from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id

@@ -51,7 +51,9 @@ def test_extra_fields_are_asked_for_and_only_those_are_kept() -> None:
     from langchain_tag.testing import prompt_text
 
     text = prompt_text(
-        operationalisation_messages(domain="d", units=[{"atomic_id": "A-001", "text": "t"}], extra_fields={"severity": "low or high"})
+        operationalisation_messages(
+            domain="d", units=[{"atomic_id": "A-001", "text": "t"}], extra_fields={"severity": "low or high"}
+        )
     )
     assert '"severity": low or high' in text and '"severity": ...' in text
     raw = [{"atomic_id": "A-001", "rule_name": "n", "condition": "c", "action": "a", "severity": "high", "noise": "x"}]

@@ -1,49 +1,84 @@
 from __future__ import annotations
 
-from langchain_tag.extraction.sections import Section
-from langchain_tag.extraction.span_detection import locate_spans, paragraph_spans
+import json
 
-DOC = "Preamble.\nLimit all lines to a maximum of 79 characters. Use four spaces per indentation level."
-SECTION = Section("d#1", "d", "Layout", DOC[10:], 10)
+import pytest
+
+from langchain_tag.errors import ParseError
+from langchain_tag.extraction.sections import Section, split_sentences
+from langchain_tag.extraction.span_detection import paragraph_spans, parse_labels, span_calls, spans_from_labels
+from langchain_tag.testing import prompt_text
+
+DOC = (
+    "Preamble.\n## Layout\n\nThe team wrote this guide in 2019. Limit all lines to a maximum of 79 characters. "
+    "Use spaces, e.g. four per level. Tabs are not allowed; use spaces instead.\n\n- Never mix them.\n- Prefer four."
+)
+START = DOC.index("The team")
+SECTION = Section("d#1", "d", "Layout", DOC[START:], START)
 
 
-def test_exact_span_gets_document_offsets() -> None:
+def _labels(*labels: str) -> str:
+    return json.dumps({"labels": [{"n": i, "label": label} for i, label in enumerate(labels, start=1)]})
+
+
+def test_sentences_are_exact_document_slices_and_respect_abbreviations_and_list_items() -> None:
+    sentences = [DOC[a:b] for a, b in split_sentences(SECTION)]
+    assert sentences == [
+        "The team wrote this guide in 2019.",
+        "Limit all lines to a maximum of 79 characters.",
+        "Use spaces, e.g. four per level.",
+        "Tabs are not allowed; use spaces instead.",
+        "- Never mix them.",
+        "- Prefer four.",
+    ]
+
+
+def test_headings_and_headings_only_sections_give_no_sentence() -> None:
+    text = "# Title\n\n## Sub\n\n"
+    assert split_sentences(Section("d#1", "d", "Title", text, 0)) == []
+
+
+def test_prompt_numbers_sentences_and_names_the_task_input() -> None:
+    sentences = split_sentences(SECTION)
+    (call,) = span_calls([(SECTION, sentences)], domain="style", task_input="a Python file", texts={"d": DOC})
+    text = prompt_text(call.messages)
+    assert "[1] The team wrote this guide in 2019." in text and "[6] - Prefer four." in text
+    assert "a Python file" in text and "n = 1 to 6" in text
+    assert call.parse(_labels(*["background"] * 6)) == ["background"] * 6
+
+
+def test_labels_become_spans_with_continuations_joined() -> None:
+    sentences = split_sentences(SECTION)
+    labels = ["background", "requirement", "continuation", "prohibition", "prohibition", "recommendation"]
     notes: list[str] = []
-    ((start, end, kind, _),) = locate_spans(
-        SECTION,
-        [{"span_id": "S-1", "text": "Use four spaces per indentation level.", "normative_type": "requirement"}],
-        notes=notes,
-    )
-    assert DOC[start:end] == "Use four spaces per indentation level." and kind == "requirement"
+    spans = spans_from_labels(SECTION, sentences, labels, notes=notes)
+    assert [(DOC[s:e], kind) for s, e, kind, _ in spans] == [
+        ("Limit all lines to a maximum of 79 characters. Use spaces, e.g. four per level.", "requirement"),
+        ("Tabs are not allowed; use spaces instead.", "prohibition"),
+        ("- Never mix them.", "prohibition"),
+        ("- Prefer four.", "recommendation"),
+    ]
     assert notes == []
 
 
-def test_near_verbatim_span_is_snapped_to_the_source() -> None:
+def test_stray_continuation_and_unknown_labels_are_left_out_and_noted() -> None:
+    sentences = split_sentences(SECTION)
+    labels = ["continuation", "rule!", "background", "requirement", "background", "background"]
     notes: list[str] = []
-    found = locate_spans(
-        SECTION,
-        [{"span_id": "S-1", "text": "Limit all lines to a maximum of 79 chars.", "normative_type": "rule"}],
-        notes=notes,
-    )
-    assert len(found) == 1
-    start, end, kind, _ = found[0]
-    assert DOC[start:end].startswith("Limit all lines to a maximum of 79")
-    assert kind == "unspecified" and "snapped" in notes[0]
+    spans = spans_from_labels(SECTION, sentences, labels, notes=notes)
+    assert [DOC[s:e] for s, e, _, _ in spans] == ["Tabs are not allowed; use spaces instead."]
+    assert "continues no rule" in notes[0] and "unknown label 'rule!'" in notes[1]
 
 
-def test_invented_span_is_dropped_and_noted() -> None:
-    notes: list[str] = []
-    found = locate_spans(
-        SECTION,
-        [{"span_id": "S-9", "text": "Functions must have type hints on every argument."}, {"text": ""}],
-        notes=notes,
-    )
-    assert found == [] and len(notes) == 2 and "not in the section" in notes[0]
+def test_a_reply_missing_a_sentence_is_a_parse_error_not_a_silent_loss() -> None:
+    reply = json.dumps({"labels": [{"n": 1, "label": "requirement"}, {"n": 3, "label": "background"}]})
+    with pytest.raises(ParseError, match="labels 2 of 3 sentences; missing: 2"):
+        parse_labels(reply, count=3)
 
 
-def test_repeated_spans_are_kept_once() -> None:
-    span = {"text": "Use four spaces per indentation level."}
-    assert len(locate_spans(SECTION, [span, span], notes=[])) == 1
+def test_labels_in_order_without_numbers_are_read() -> None:
+    reply = json.dumps({"labels": [{"label": "Prohibition"}, {"label": ""}]})
+    assert parse_labels(reply, count=2) == ["prohibition", "background"]
 
 
 def test_paragraph_spans_when_phase_one_is_off() -> None:

