@@ -40,7 +40,7 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v7"  # v7: phase 1 labels numbered sentences instead of copying spans
+EXTRACTION_PROMPT_VERSION = "extract-v8"  # v8: phase 3 writes the violation; phase 2 keeps a prohibition with its alternative
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
@@ -99,7 +99,7 @@ def span_detection_messages(
 _DECOMP_SYSTEM = (
     """You split {domain} rules into atomic units. An atomic unit has one subject, one situation in which it applies, and one action.
 Split a span when it: lists several independent actions; gives alternative conditions ("if A or B" becomes one unit for A and one for B); or gives different subjects different actions.
-Do not split: joint conditions ("if A and B" stays one unit); an exception from the rule it qualifies.
+Do not split: joint conditions ("if A and B" stays one unit); an exception from the rule it qualifies; a prohibition from the alternative it prescribes ("do not A; do B instead" and "use B rather than A" stay one unit).
 Each unit must read on its own (resolve "this", "such", "it"). Never add a duty, limit or permission the span does not state.
 """
     + _JSON_ONLY
@@ -126,19 +126,21 @@ def decomposition_messages(*, domain: str, spans: Sequence[dict[str, Any]]) -> l
 
 
 _OPER_SYSTEM = (
-    """You turn atomic {domain} statements into operational rules. Each rule will later be checked against one task input at a time; here a task input is {task_input}.
-For each unit write:
-- a condition that describes what must be visible in the task input for the rule to apply. It must be checkable by reading that input alone, and it must say WHEN the rule applies, not only what topic it is about;
-- an action that names one concrete change or operation to make on the task input. A vague goal such as "improve", "ensure quality" or "make it appropriate" is not an action;
-- a rule_name of 3 to 8 words that tells the rule apart from its neighbours;
-- category_tags: 1 to 3 short lower-case words naming the rule's subject.
-Conditions and actions talk about the task input itself, never about the statement's wording. Begin every condition with "the input" and say what the input shows. The condition describes the situation that calls for the action (for a prohibition, the input doing the forbidden thing), not an input that already complies.
+    """You turn atomic {domain} statements into rules that a checker applies to one task input at a time; here a task input is {task_input}.
+A rule fires on a task input that does not follow its statement, and its action says how to fix that input. For each statement write:
+- "violation": what a task input that breaks the statement shows, starting with "the input". It must be checkable by reading that input alone and say when the rule applies, not only its topic. For a prohibition ("never X", "X is forbidden") the input does X; for a requirement ("always Y") the input lacks Y where Y is needed; for a preference ("use A rather than B") the input uses B. Never describe an input that already follows the statement.
+- "action": one concrete change to the task input that makes it follow the statement. A vague goal such as "improve", "ensure quality" or "make it appropriate" is not an action.
+- "rule_name": 3 to 8 words that name the violation and tell the rule apart from its neighbours.
+- "category_tags": 1 to 3 short lower-case words naming the rule's subject.
+Write about the task input itself, never about the statement's wording.
 
-Two examples from other domains, to show the shift from statement to rule (do not reuse their wording):
+Three examples from other domains, to show the shift from statement to rule (do not reuse their wording):
 Task input: a request to let someone into the office. Statement: "Visitors must be signed in before they enter the office."
-Rule: {{"rule_name": "visitor entering unsigned", "condition": "the input asks to let in a visitor who has not signed in at reception", "action": "direct the visitor to sign in at reception before letting them in", "category_tags": ["visitors", "access"]}}
+Rule: {{"violation": "the input asks to let in a visitor who has not signed in at reception", "action": "direct the visitor to sign in at reception before letting them in", "rule_name": "visitor entering unsigned", "category_tags": ["visitors", "access"]}}
 Task input: one sentence of an encyclopedia article. Statement: "Articles must not take sides in a dispute."
-Rule: {{"rule_name": "unattributed evaluative wording", "condition": "the input states an evaluative judgement in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "category_tags": ["neutrality", "attribution"]}}
+Rule: {{"violation": "the input states an evaluative judgement in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "rule_name": "unattributed evaluative wording", "category_tags": ["neutrality", "attribution"]}}
+Task input: a product description. Statement: "Give sizes in metric units rather than in inches."
+Rule: {{"violation": "the input gives a size in inches", "action": "convert the size to centimetres and give it in centimetres", "rule_name": "size given in inches", "category_tags": ["units"]}}
 """
     + _JSON_ONLY
 )
@@ -146,7 +148,7 @@ Rule: {{"rule_name": "unattributed evaluative wording", "condition": "the input 
 _OPER_USER = """Statements to turn into rules:
 {units}
 
-Return {{"rules": [{{"atomic_id": "<atomic_id>", "rule_name": "...", "condition": "...", "action": "...", "category_tags": ["..."]{rich}}}]}} with exactly one rule per unit, in the order given."""
+Return {{"rules": [{{"atomic_id": "<atomic_id>", "violation": "the input ...", "action": "...", "rule_name": "...", "category_tags": ["..."]{rich}}}]}} with exactly one rule per statement, in the order given."""
 
 
 def operationalisation_messages(

@@ -263,7 +263,7 @@ def fake_extraction_reply(text: str) -> str:
                 {
                     "atomic_id": u["atomic_id"],
                     "rule_name": " ".join(words[:6]) or "rule",
-                    "condition": f"the input involves {topic}",
+                    "violation": f"the input involves {topic}",
                     "action": u["statement"],
                     "category_tags": [topic],
                 }

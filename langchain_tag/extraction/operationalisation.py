@@ -68,7 +68,8 @@ def _extra_value(value: Any) -> Any:
 
 def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = ()) -> RuleDraft | None:
     name = str(raw.get("rule_name") or "").strip()
-    condition = str(raw.get("condition") or "").strip()
+    # Prompts ask for the "violation" (what an input that breaks the statement shows): the rule's condition.
+    condition = str(raw.get("violation") or raw.get("condition") or "").strip()
     action = str(raw.get("action") or "").strip()
     if not (name and condition and action):
         return None

@@ -65,3 +65,14 @@ def test_unoperationalised_draft_uses_unit_text() -> None:
     draft = unoperationalised_draft(UNITS[0], "prohibition")
     assert draft["condition"] == draft["action"] == "Avoid wildcard imports."
     assert draft["category_tags"] == ["prohibition"]
+
+
+def test_the_violation_is_the_rules_condition_and_the_prompt_asks_for_it() -> None:
+    from langchain_tag.prompts import operationalisation_messages
+    from langchain_tag.testing import prompt_text
+
+    text = prompt_text(operationalisation_messages(domain="d", units=[{"atomic_id": "A-001", "text": "t"}]))
+    assert '"violation": "the input ..."' in text and "Never describe an input that already follows" in text
+    raw = [{"atomic_id": "A-001", "rule_name": "n", "violation": "the input uses B", "action": "use A"}]
+    found, _ = collect_rules(UNITS[:1], raw, notes=[])
+    assert found[0][1]["condition"] == "the input uses B"
