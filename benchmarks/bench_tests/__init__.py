@@ -1,0 +1,1 @@
+"""Tests of the benchmark distribution (``langchain-tag-bench``)."""
