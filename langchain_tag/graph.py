@@ -30,7 +30,7 @@ from typing_extensions import TypedDict
 
 from langchain_tag.executors import UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.prompts import ExecutorPrompt
+from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
@@ -73,7 +73,7 @@ def make_retriever(
     documents: Sequence[Document] = (),
     embeddings: Embeddings | None = None,
     k: int = 10,
-    predicate: str = "applicability",
+    predicate: str | JudgePrompt = "applicability",
     threshold: float = 0.5,
     max_concurrency: int = 8,
 ) -> tuple[BaseRetriever | None, UnitKind]:
@@ -143,7 +143,7 @@ class _Pipeline:
         extractor: RuleDocumentTransformer | None,
         embeddings: Embeddings | None,
         k: int,
-        judge_predicate: str,
+        judge_predicate: str | JudgePrompt,
         threshold: float,
         max_concurrency: int,
         retriever: BaseRetriever | None = None,
@@ -235,7 +235,7 @@ def build_tag_graph(
     extractor: RuleDocumentTransformer | None = None,
     embeddings: Embeddings | None = None,
     k: int = 10,
-    judge_predicate: str = "applicability",
+    judge_predicate: str | JudgePrompt = "applicability",
     threshold: float = 0.5,
     max_concurrency: int = 8,
     checkpointer: Any = None,

@@ -297,7 +297,7 @@ class _Selector:
             "relevance" if method.selection == "relevance" else "tag",
             rules=self.rule_documents(method.skip_phase),
             judge_llm=judge_llm,
-            predicate=self.task.judge_predicate,  # type: ignore[arg-type]  # a JudgePrompt is accepted
+            predicate=self.task.judge_predicate,
             threshold=self.threshold,
             max_concurrency=self.max_concurrency,
         )

@@ -16,8 +16,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from langchain_tag.local.server import LocalLlamaServer, LocalServerError
 from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings
+from langchain_tag.local.server import LocalLlamaServer, LocalServerError
 
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -129,7 +129,8 @@ def test_bad_gguf_fails_with_server_log(tmp_path: Path, local_config: ModelConfi
 
 
 def test_server_counters_match_the_tokenized_prompt(judge: BaseChatModel) -> None:
-    from langchain_tag.bench.matcher_speed import LlamaEndpoint
+    matcher_speed = pytest.importorskip("langchain_tag_bench.matcher_speed")  # the benchmark distribution
+    LlamaEndpoint = matcher_speed.LlamaEndpoint
 
     endpoint = LlamaEndpoint.of(judge)
     messages = _messages("total = sum(values) / len(values)", "the code divides by a length")
