@@ -40,7 +40,9 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v8"  # v8: phase 3 writes the violation; phase 2 keeps a prohibition with its alternative
+EXTRACTION_PROMPT_VERSION = (
+    "extract-v8"  # v8: phase 3 writes the violation; phase 2 keeps a prohibition with its alternative
+)
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
@@ -247,28 +249,40 @@ def _render_relevance_rule(rule: Rule) -> str:
     return _render_condition_rule(rule) + f"\nAction: {rule.action}"
 
 
+def _render_statement(rule: Rule) -> str:
+    # The condition alone, as a statement to check; the id identifies the rule
+    # in traces. Names and tags are left out: they can prime a small judge
+    # towards YES, and they cost tokens on every judgment.
+    return f"Statement: {rule.condition}\n(rule {rule.rule_id})"
+
+
+_STATEMENT_SYSTEM = """You check whether a statement is true of an input. The input can be any kind of text: code, prose, a message, or the description of a case.
+Answer YES if the input, as written, makes the statement true. Answer NO if the statement is false of the input, or if the input does not show it: never assume facts the input does not give.
+Answer with one word."""
+
+# Worked examples for the few-shot variant, from several domains. They sit in
+# the system text, so they belong to the prefix every judgment shares: a
+# local prefix cache evaluates them once, and remote providers bill them at
+# the cached rate.
+_STATEMENT_EXAMPLES = """
+
+Examples (each is a separate case):
+INPUT: for i in range(len(prices)): total += prices[i]
+Statement: the input loops over list positions to read the list's elements
+Answer: YES
+INPUT: with open(path) as fh: data = fh.read()
+Statement: the input opens a file and never closes it
+Answer: NO (the with block closes the file)
+INPUT: Refund request: order 4411 arrived 45 days ago; the blender is unopened.
+Statement: the input asks for a refund more than 30 days after delivery
+Answer: YES (45 days is more than 30)
+INPUT: The bridge opened in 2019 and carries about 40,000 cars a day.
+Statement: the input praises its subject in the writer's own voice
+Answer: NO (it states facts only)"""
+
 _APPLICABILITY_SYSTEM = """You check whether a rule's condition is true of an input. Answer YES if the condition is true of the input as written.
 Answer NO if it is false, if the rule is only about a related topic, or if telling would need facts the input does not give (never assume or invent them).
 Answer with one word."""
-
-# Worked examples for the few-shot variant. They sit in the system text, so
-# they belong to the prefix every judgment shares: a local prefix cache
-# evaluates them once, and remote providers bill them at the cached rate.
-_APPLICABILITY_EXAMPLES = """
-
-Examples (each is a separate case):
-INPUT: def load(path, cache={}): ...
-Condition: a function has a mutable default argument such as a list or dict
-Answer: YES (the default value {} is a dict)
-INPUT: def load(path, cache=None): ...
-Condition: a function has a mutable default argument such as a list or dict
-Answer: NO (None is not mutable)
-INPUT: The team signed a guard to a two-year contract.
-Condition: the contract is longer than four years
-Answer: NO (two years is not longer than four)
-INPUT: The senator's brilliant speech won over the crowd.
-Condition: the sentence praises its subject in the writer's own voice
-Answer: YES ("brilliant" is the writer's praise)"""
 
 _RELEVANCE_SYSTEM = """You decide whether a reference rule is relevant to an input: whether a person handling the input could plausibly find the rule useful.
 Say YES if the rule is relevant to the input, NO otherwise."""
@@ -276,16 +290,24 @@ Say YES if the rule is relevant to the input, NO otherwise."""
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "applicability": JudgePrompt(
         name="applicability",
-        version="judge-applicability-v3",
-        system=_APPLICABILITY_SYSTEM,
-        render_rule=_render_condition_rule,
-        question="Is the condition true of this input?",
+        version="judge-applicability-v4",
+        system=_STATEMENT_SYSTEM,
+        render_rule=_render_statement,
+        question="Is the statement true of the input?",
         json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
     ),
     "applicability-fewshot": JudgePrompt(
         name="applicability-fewshot",
-        version="judge-applicability-fewshot-v1",
-        system=_APPLICABILITY_SYSTEM + _APPLICABILITY_EXAMPLES,
+        version="judge-applicability-fewshot-v2",
+        system=_STATEMENT_SYSTEM + _STATEMENT_EXAMPLES,
+        render_rule=_render_statement,
+        question="Is the statement true of the input?",
+        json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
+    ),
+    "applicability-named": JudgePrompt(
+        name="applicability-named",
+        version="judge-applicability-v3",
+        system=_APPLICABILITY_SYSTEM,
         render_rule=_render_condition_rule,
         question="Is the condition true of this input?",
         json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',

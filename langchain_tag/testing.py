@@ -158,6 +158,7 @@ class FakeChatModel(BaseChatModel):
 
 _RULE_ID_PATTERNS = (
     re.compile(r'^\(rule (\S+), "', re.MULTILINE),
+    re.compile(r"^\(rule (\S+)\)$", re.MULTILINE),
     re.compile(r"^RULE:\n(\S+): ", re.MULTILINE),
     re.compile(r"^RULE:\nPassage \((\S+)\):", re.MULTILINE),
 )
@@ -263,7 +264,7 @@ def fake_extraction_reply(text: str) -> str:
                 {
                     "atomic_id": u["atomic_id"],
                     "rule_name": " ".join(words[:6]) or "rule",
-                    "violation": f"the input involves {topic}",
+                    "violation": f"the input goes against: {u['statement']}",
                     "action": u["statement"],
                     "category_tags": [topic],
                 }
