@@ -81,8 +81,19 @@ class Calibration:
             the rule's reference log-odds (when ``reference_inputs`` is set).
         intercept: See ``slope``.
         points: Isotonic: ``(x, score)`` steps, ``x`` ascending.
-        reference_inputs: Content-free inputs whose mean log-odds per rule is
+        reference_inputs: Inputs each rule is also judged on, once: content-free
+            ones such as ``"N/A"`` (the rule's own bias), or a sample of
+            typical unlabelled inputs. Their mean log-odds per rule is
             subtracted first (empty: no per-rule step).
+        standardise: Also divide by the spread (standard deviation, at least
+            ``min_spread``) of the rule's log-odds over the reference inputs,
+            so a rule matches when an input stands out for that rule; use it
+            with several typical reference inputs.
+        min_spread: Floor of the spread, in log-odds.
+        threshold: The decision threshold on the calibrated score that was
+            chosen with the calibration (for example for the best F1 on
+            development data); a retriever without its own ``threshold``
+            uses it. ``None``: 0.5.
         model: The judge model the calibration was fitted for (informational;
             :func:`default_calibration` matches on it).
         prompt_version: The judge prompt version it was fitted for.
@@ -94,6 +105,9 @@ class Calibration:
     intercept: float = 0.0
     points: tuple[tuple[float, float], ...] = ()
     reference_inputs: tuple[str, ...] = ()
+    standardise: bool = False
+    min_spread: float = 0.25
+    threshold: float | None = None
     model: str | None = None
     prompt_version: str | None = None
     note: str = ""
@@ -108,6 +122,12 @@ class Calibration:
             raise CalibrationError(f"unknown calibration method {self.method!r}; choose one of: {', '.join(METHODS)}")
         if not all(math.isfinite(v) for v in (self.slope, self.intercept)):
             raise CalibrationError("calibration slope and intercept must be finite numbers")
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise CalibrationError(f"calibration threshold must be within [0, 1], got {self.threshold}")
+        if self.standardise and len(self.reference_inputs) < 2:
+            raise CalibrationError("standardising needs at least two reference inputs")
+        if self.min_spread <= 0:
+            raise CalibrationError("min_spread must be positive")
         if self.method == "isotonic" and not self.points:
             raise CalibrationError("an isotonic calibration needs points")
         object.__setattr__(self, "points", tuple((float(x), float(y)) for x, y in self.points))
@@ -118,20 +138,27 @@ class Calibration:
         """Whether scores need the rule's reference log-odds (judgments on ``reference_inputs``)."""
         return bool(self.reference_inputs)
 
-    def feature(self, probability: float, reference: float | None = None) -> float:
-        """The log-odds the global step sees: raw log-odds minus the rule's reference log-odds."""
+    def feature(self, probability: float, reference: float | None = None, spread: float | None = None) -> float:
+        """The value the global step sees: raw log-odds minus the rule's reference log-odds (over its spread)."""
         x = logit(probability)
-        return x - reference if reference is not None else x
+        if reference is None:
+            return x
+        x -= reference
+        if self.standardise and spread is not None:
+            x /= max(spread, self.min_spread)
+        return x
 
-    def score(self, probability: float, reference: float | None = None) -> float:
+    def score(self, probability: float, reference: float | None = None, spread: float | None = None) -> float:
         """The calibrated score of a raw P(YES).
 
         Args:
             probability: The judge's raw P(YES).
             reference: The rule's mean log-odds on ``reference_inputs``
                 (ignored when the calibration has none).
+            spread: The standard deviation of those log-odds (used when
+                ``standardise`` is set).
         """
-        x = self.feature(probability, reference if self.uses_reference else None)
+        x = self.feature(probability, reference if self.uses_reference else None, spread)
         if self.method == "identity":
             return sigmoid(x)
         if self.method == "isotonic":
@@ -192,6 +219,8 @@ def fit_calibration(
     *,
     method: Method = "platt",
     reference_inputs: Sequence[str] = (),
+    standardise: bool = False,
+    threshold: float | None = None,
     model: str | None = None,
     prompt_version: str | None = None,
     note: str = "",
@@ -208,6 +237,8 @@ def fit_calibration(
             violators).
         reference_inputs: Recorded on the result: the features were computed
             with these reference inputs.
+        standardise: Recorded on the result: the features were standardised.
+        threshold: Recorded on the result: the decision threshold to use.
         model: Recorded on the result.
         prompt_version: Recorded on the result.
         note: Recorded on the result.
@@ -225,6 +256,8 @@ def fit_calibration(
         raise CalibrationError("features must be finite log-odds")
     common: dict[str, Any] = {
         "reference_inputs": tuple(reference_inputs),
+        "standardise": standardise,
+        "threshold": threshold,
         "model": model,
         "prompt_version": prompt_version,
         "note": note,

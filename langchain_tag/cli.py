@@ -79,6 +79,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
+    from langchain_tag.calibration import Calibration
     from langchain_tag.local.models import ModelConfig, get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
@@ -90,16 +91,17 @@ def _cmd_match(args: argparse.Namespace) -> int:
         rules=rules_to_documents(rules),
         predicate=args.predicate,
         threshold=args.threshold,
+        calibration=None if args.raw else (Calibration.load(args.calibration) if args.calibration else "default"),
         max_concurrency=args.max_concurrency,
     )
     result = retriever.match(_read_input(args.input))
     by_id = {r.rule_id: r for r in rules}
     matched = result.matched if args.k is None else result.matched[: args.k]
     if args.json:
-        print(json.dumps([{"rule_id": j.rule_id, "p_yes": j.probability} for j in matched]))
+        print(json.dumps([{"rule_id": j.rule_id, "score": j.score, "p_yes": j.probability} for j in matched]))
     else:
         for j in matched:
-            score = "" if j.probability is None else f"  P(YES)={j.probability:.2f}"
+            score = "" if j.score is None else f"  score={j.score:.2f} P(YES)={j.probability:.2f}"
             print(f"{j.rule_id}  {by_id[j.rule_id].rule_name}{score}")
         print(
             f"{len(matched)} of {len(rules)} rules apply ({result.calls} calls, "
@@ -200,7 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
     p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
-    p.add_argument("--threshold", type=float, default=0.5, help="P(YES) needed when the model gives logprobs")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        help="calibrated score needed when the model gives logprobs (default: the calibration's, else 0.5)",
+    )
+    p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
+    p.add_argument("--raw", action="store_true", help="no calibration: threshold raw P(YES)")
     p.add_argument("--k", type=int, help="return at most k rules, highest P(YES) first")
     p.add_argument("--max-concurrency", type=int, default=4)
     p.add_argument("--json", action="store_true", help="print JSON")

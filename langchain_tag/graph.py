@@ -74,7 +74,7 @@ def make_retriever(
     embeddings: Embeddings | None = None,
     k: int = 10,
     predicate: str | JudgePrompt = "applicability",
-    threshold: float = 0.5,
+    threshold: float | None = None,
     max_concurrency: int = 8,
 ) -> tuple[BaseRetriever | None, UnitKind]:
     """The retriever of one mode and the kind of unit it returns: the single place modes are built.
@@ -88,7 +88,7 @@ def make_retriever(
         embeddings: Embeddings for ``similarity``.
         k: Top-k of ``similarity``.
         predicate: Judge prompt of the ``tag`` mode.
-        threshold: P(YES) threshold of the judged modes.
+        threshold: Calibrated-score threshold of the judged modes (None: the calibration's, else 0.5).
         max_concurrency: Most judgments in flight.
 
     Returns:
@@ -144,7 +144,7 @@ class _Pipeline:
         embeddings: Embeddings | None,
         k: int,
         judge_predicate: str | JudgePrompt,
-        threshold: float,
+        threshold: float | None,
         max_concurrency: int,
         retriever: BaseRetriever | None = None,
         unit_kind: UnitKind = "rules",
@@ -236,7 +236,7 @@ def build_tag_graph(
     embeddings: Embeddings | None = None,
     k: int = 10,
     judge_predicate: str | JudgePrompt = "applicability",
-    threshold: float = 0.5,
+    threshold: float | None = None,
     max_concurrency: int = 8,
     checkpointer: Any = None,
     retriever: BaseRetriever | None = None,
@@ -258,7 +258,7 @@ def build_tag_graph(
         embeddings: Embeddings for the similarity mode (needed only by it).
         k: Top-k of the similarity mode.
         judge_predicate: Judge prompt for the ``tag`` mode (``applicability`` or ``nba``).
-        threshold: P(YES) threshold when the judge returns logprobs.
+        threshold: Calibrated-score threshold when the judge returns logprobs (None: the calibration's, else 0.5).
         max_concurrency: Most judgments in flight.
         checkpointer: Optional LangGraph checkpointer.
         retriever: A retriever to use for the graph's own ``mode`` instead of

@@ -154,7 +154,8 @@ class PairwiseJudge:
             ``logprobs=True, top_logprobs=5``.
         prompt: A :class:`JudgePrompt` or its registry name.
         verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
-        threshold: P(YES) at or above which a logprob verdict is YES.
+        threshold: Calibrated score at or above which a logprob verdict is
+            YES; ``None`` takes the calibration's threshold, else 0.5.
         max_concurrency: Most judgments in flight at once.
         max_attempts: Calls per pair before a failure is counted as NO.
         cache: A verdict cache; pairs found there cost no call, and new
@@ -180,7 +181,7 @@ class PairwiseJudge:
         prompt: str | JudgePrompt = "applicability",
         *,
         verdict_format: VerdictFormat = "token",
-        threshold: float = 0.5,
+        threshold: float | None = None,
         max_concurrency: int = 8,
         max_attempts: int = 2,
         cache: VerdictCache | None = None,
@@ -188,7 +189,7 @@ class PairwiseJudge:
         context_tokens: int | None = None,
         calibration: Calibration | Literal["default"] | None = "default",
     ) -> None:
-        if not 0.0 <= threshold <= 1.0:
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
@@ -279,6 +280,16 @@ class PairwiseJudge:
         self._calibration = value
 
     @property
+    def decision_threshold(self) -> float:
+        """The threshold applied: this judge's own, else the calibration's, else 0.5."""
+        if self.threshold is not None:
+            return self.threshold
+        calibration = self.calibration
+        if calibration is not None and calibration.threshold is not None:
+            return calibration.threshold
+        return 0.5
+
+    @property
     def model_identity(self) -> str:
         """The judge model's identity (cache keys, default calibrations)."""
         if self._model is None:
@@ -311,14 +322,18 @@ class PairwiseJudge:
             if judgment.probability is not None and judgment.error is None:
                 self._references[self._reference_key(reference, rule)] = logit(judgment.probability)
 
-    def reference_log_odds(self, rule: Rule) -> float | None:
-        """The rule's mean log-odds of YES on the calibration's reference inputs, if judged."""
+    def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
+        """The rule's mean log-odds of YES on the calibration's reference inputs, and their spread, if judged."""
         calibration = self.calibration
         if calibration is None or not calibration.uses_reference:
-            return None
+            return None, None
         found = [self._references.get(self._reference_key(ref, rule)) for ref in calibration.reference_inputs]
         known = [v for v in found if v is not None]
-        return sum(known) / len(known) if known else None
+        if not known:
+            return None, None
+        mean = sum(known) / len(known)
+        spread = (sum((v - mean) ** 2 for v in known) / (len(known) - 1)) ** 0.5 if len(known) > 1 else None
+        return mean, spread
 
     def _calibrate(self, result: MatchResult, rules: Sequence[Rule]) -> MatchResult:
         """Score each judgment and decide it against the threshold."""
@@ -329,8 +344,8 @@ class PairwiseJudge:
             if calibration is None:
                 judgment.score = judgment.probability
             else:
-                judgment.score = calibration.score(judgment.probability, self.reference_log_odds(rule))
-            judgment.applies = judgment.score >= self.threshold
+                judgment.score = calibration.score(judgment.probability, *self.reference_log_odds(rule))
+            judgment.applies = judgment.score >= self.decision_threshold
         return result
 
     def _start(self, query: str, rules: Sequence[Rule]) -> tuple[list[Judgment], list[int], list[str | None]]:
@@ -355,7 +370,7 @@ class PairwiseJudge:
                 pending.append(index)
                 continue
             judgment = judgments[index]
-            judgment.applies = hit.decision(self.threshold)
+            judgment.applies = hit.decision(self.decision_threshold)
             judgment.probability, judgment.reply, judgment.cached = hit.probability, hit.reply, True
         return judgments, pending, keys
 
@@ -391,7 +406,7 @@ class PairwiseJudge:
                 judgment.completion_tokens += reply.usage_metadata.get("output_tokens", 0)
             judgment.reply = message_text(reply)
             try:
-                verdict = parse_verdict(reply, threshold=self.threshold)
+                verdict = parse_verdict(reply, threshold=self.decision_threshold)
             except ParseError as exc:
                 judgment.error = str(exc)
                 retry.append(index)

@@ -67,7 +67,9 @@ class ApplicabilityRetriever(BaseRetriever):
         predicate: ``"applicability"`` (default), ``"relevance"``, ``"nba"`` or a
             :class:`~langchain_tag.prompts.JudgePrompt`.
         verdict_format: ``"token"`` (one-word YES/NO) or ``"json"``.
-        threshold: Calibrated score needed for YES when the model returns logprobs.
+        threshold: Calibrated score needed for YES when the model returns
+            logprobs; ``None`` (default) takes the calibration's threshold,
+            chosen with it on development data, else 0.5.
         calibration: Maps raw P(YES) to the calibrated score
             (:mod:`langchain_tag.calibration`): ``"default"`` (the shipped
             calibration of the judge's model family, raw P(YES) for models
@@ -94,7 +96,7 @@ class ApplicabilityRetriever(BaseRetriever):
     rules: list[Document] = Field(default_factory=list)
     predicate: str | JudgePrompt = "applicability"
     verdict_format: VerdictFormat = "token"
-    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     k: int | None = Field(default=None, ge=0)
     max_concurrency: int = Field(default=8, ge=1)
     vectorstore: VectorStore | None = None
@@ -202,6 +204,7 @@ class ApplicabilityRetriever(BaseRetriever):
         *,
         method: CalibrationMethod = "platt",
         reference_inputs: Sequence[str] = (),
+        standardise: bool = False,
     ) -> Calibration:
         """Fit a calibration from a few labelled inputs and use it from now on.
 
@@ -213,13 +216,14 @@ class ApplicabilityRetriever(BaseRetriever):
         Args:
             examples: ``(input, ids of the rules whose condition holds for it)`` pairs.
             method: ``"threshold"``, ``"platt"`` or ``"isotonic"``.
-            reference_inputs: Content-free inputs for the per-rule step (see
+            reference_inputs: Inputs for the per-rule step (see
                 :mod:`langchain_tag.calibration`); empty for none.
+            standardise: Divide by the spread over the reference inputs too.
 
         Raises:
             CalibrationError: On an unknown rule id, no logprobs, or labels of one kind only.
         """
-        probe, features, labels = self._start_calibration(reference_inputs)
+        probe, features, labels = self._start_calibration(reference_inputs, standardise)
         try:
             for query, holds in examples:
                 rules = self._candidates(query)
@@ -227,7 +231,7 @@ class ApplicabilityRetriever(BaseRetriever):
                 self._collect(rules, self._judge.judge(query, rules), wanted, probe, features, labels)
         finally:
             self._judge.calibration = self.calibration
-        return self._finish_calibration(features, labels, method, reference_inputs)
+        return self._finish_calibration(features, labels, method, probe)
 
     async def acalibrate(
         self,
@@ -235,9 +239,10 @@ class ApplicabilityRetriever(BaseRetriever):
         *,
         method: CalibrationMethod = "platt",
         reference_inputs: Sequence[str] = (),
+        standardise: bool = False,
     ) -> Calibration:
         """Async twin of :meth:`calibrate`."""
-        probe, features, labels = self._start_calibration(reference_inputs)
+        probe, features, labels = self._start_calibration(reference_inputs, standardise)
         try:
             for query, holds in examples:
                 rules = await self._acandidates(query)
@@ -245,10 +250,12 @@ class ApplicabilityRetriever(BaseRetriever):
                 self._collect(rules, await self._judge.ajudge(query, rules), wanted, probe, features, labels)
         finally:
             self._judge.calibration = self.calibration
-        return self._finish_calibration(features, labels, method, reference_inputs)
+        return self._finish_calibration(features, labels, method, probe)
 
-    def _start_calibration(self, reference_inputs: Sequence[str]) -> tuple[Calibration, list[float], list[bool]]:
-        probe = Calibration(method="identity", reference_inputs=tuple(reference_inputs))
+    def _start_calibration(
+        self, reference_inputs: Sequence[str], standardise: bool
+    ) -> tuple[Calibration, list[float], list[bool]]:
+        probe = Calibration(method="identity", reference_inputs=tuple(reference_inputs), standardise=standardise)
         self._judge.calibration = probe
         return probe, [], []
 
@@ -271,11 +278,11 @@ class ApplicabilityRetriever(BaseRetriever):
     ) -> None:
         for rule, judgment in zip(rules, result.judgments, strict=True):
             if judgment.probability is not None and judgment.error is None:
-                features.append(probe.feature(judgment.probability, self._judge.reference_log_odds(rule)))
+                features.append(probe.feature(judgment.probability, *self._judge.reference_log_odds(rule)))
                 labels.append(rule.rule_id in holds)
 
     def _finish_calibration(
-        self, features: list[float], labels: list[bool], method: CalibrationMethod, reference_inputs: Sequence[str]
+        self, features: list[float], labels: list[bool], method: CalibrationMethod, probe: Calibration
     ) -> Calibration:
         if not features:
             raise CalibrationError("no judgment gave a probability: calibration needs a judge that returns logprobs")
@@ -283,7 +290,8 @@ class ApplicabilityRetriever(BaseRetriever):
             features,
             labels,
             method=method,
-            reference_inputs=reference_inputs,
+            reference_inputs=probe.reference_inputs,
+            standardise=probe.standardise,
             model=self._judge.model_identity,
             prompt_version=self._judge.prompt.version,
             note=f"fitted on {len(features)} labelled judgments ({sum(labels)} holding)",

@@ -172,3 +172,20 @@ async def test_acalibrate_matches_calibrate() -> None:
     other = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=None)
     fitted = await other.acalibrate(examples, method="platt")
     assert fitted.slope == pytest.approx(sync.slope) and fitted.intercept == pytest.approx(sync.intercept)
+
+
+def test_standardising_over_typical_inputs_and_the_calibrations_own_threshold() -> None:
+    typical = ("plain input one", "plain input two", "HOLDS-R-2 sample")  # the spread comes from these
+    calibration = Calibration(method="threshold", reference_inputs=typical, standardise=True, threshold=0.8)
+    retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=calibration)
+    assert retriever._judge.decision_threshold == 0.8
+    judged = {j.rule_id: j for j in retriever.match("HOLDS-R-1").judgments}
+    mean, spread = retriever._judge.reference_log_odds(RULES[0])
+    assert mean == pytest.approx(logit(0.05)) and spread == 0.0  # R-1 never stands out on the typical inputs
+    expected = sigmoid((logit(0.35) - logit(0.05)) / calibration.min_spread)
+    _, spread_r2 = retriever._judge.reference_log_odds(RULES[1])
+    assert spread_r2 is not None and spread_r2 > 1.0  # R-2 holds for one of them
+    assert judged["R-1"].score == pytest.approx(expected)
+    assert [d.metadata["rule_id"] for d in retriever.invoke("HOLDS-R-1")] == ["R-1"]
+    with pytest.raises(CalibrationError, match="at least two reference inputs"):
+        Calibration(reference_inputs=("N/A",), standardise=True)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_tag.calibration import Calibration, logit
 from langchain_tag.cli import main
 from langchain_tag.rules import Rule, save_rules
 
@@ -45,7 +46,16 @@ def test_match_with_fake_model(
     monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge({"R-003"}, with_logprobs=True))
     path = save_rules(rules, tmp_path / "rules.jsonl")
     assert main(["match", "def f():\n\treturn 1", "--rules", str(path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [{"rule_id": "R-003", "p_yes": pytest.approx(0.9)}]
+    assert json.loads(capsys.readouterr().out) == [
+        {"rule_id": "R-003", "score": pytest.approx(0.9), "p_yes": pytest.approx(0.9)}
+    ]  # a fake model has no shipped calibration: the score is the raw P(YES)
+    calibration = Calibration(method="threshold", intercept=-logit(0.95)).save(tmp_path / "cal.json")
+    assert (
+        main(["match", "def f():\n\treturn 1", "--rules", str(path), "--json", "--calibration", str(calibration)]) == 0
+    )
+    assert json.loads(capsys.readouterr().out) == []  # 0.9 is below the calibrated line
+    assert main(["match", "x", "--rules", str(path), "--json", "--calibration", str(calibration), "--raw"]) == 0
+    assert [m["rule_id"] for m in json.loads(capsys.readouterr().out)] == ["R-003"]
 
 
 @pytest.mark.parametrize(
