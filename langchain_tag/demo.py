@@ -26,7 +26,15 @@ from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rules_to_documents
 from langchain_tag.similarity import similarity_retriever
 
-__all__ = ["DEMO_INPUTS", "DemoRow", "demo_policy", "demo_transformer", "render_row", "run_demo"]
+__all__ = [
+    "DEMO_INPUTS",
+    "DemoRow",
+    "demo_policy",
+    "demo_transformer",
+    "describe_calibration",
+    "render_row",
+    "run_demo",
+]
 
 DEMO_DOMAIN = "Python code review policy"
 DEMO_TASK_INPUT = "a snippet of Python code submitted for review"
@@ -43,7 +51,7 @@ class DemoRow:
     """One demo input with what each retriever gave and what the executor wrote."""
 
     input: str
-    matched: list[tuple[str, str, float | None]] = field(default_factory=list)
+    matched: list[tuple[str, str, float | None, float | None]] = field(default_factory=list)
     near_misses: list[tuple[str, float]] = field(default_factory=list)
     similar: list[tuple[str, str]] = field(default_factory=list)
     output: str = ""
@@ -119,6 +127,7 @@ def run_demo(
     if not rules:
         raise RuntimeError("no rules were extracted from the demo policy; run with --refresh or --debug to see why")
     retriever = ApplicabilityRetriever(llm=judge, rules=rules_to_documents(rules), max_concurrency=1)
+    _log(log, start, describe_calibration(retriever))
     _log(log, start, f"indexing the policy in Chroma ({k} most similar 500-character chunks per input)")
     similar = similarity_retriever([policy], embeddings, k=k)
     chain = executor_chain(executor, domain="code_review")
@@ -130,12 +139,10 @@ def run_demo(
         result = retriever.match(code)
         row.seconds_match = time.perf_counter() - t0
         by_id = {r.rule_id: r for r in rules}
-        row.matched = [(j.rule_id, by_id[j.rule_id].rule_name, j.probability) for j in result.matched]
+        row.matched = [(j.rule_id, by_id[j.rule_id].rule_name, j.score, j.probability) for j in result.matched]
         row.judgments, row.failed = len(result.judgments), len(result.failed)
-        rejected = [j for j in result.judgments if not j.applies and j.probability is not None]
-        row.near_misses = [
-            (j.rule_id, j.probability or 0.0) for j in sorted(rejected, key=lambda j: -(j.probability or 0))[:2]
-        ]
+        rejected = [j for j in result.judgments if not j.applies and j.score is not None]
+        row.near_misses = [(j.rule_id, j.score or 0.0) for j in sorted(rejected, key=lambda j: -(j.score or 0))[:2]]
         row.similar = [(d.metadata.get("chunk_id", "?"), d.page_content) for d in similar.invoke(code)]
         _log(log, start, f"input {number}/{len(inputs)}: revising the code with {len(row.matched)} matched rules")
         t0 = time.perf_counter()
@@ -146,6 +153,18 @@ def run_demo(
         rows.append(row)
     _log(log, start, f"demo finished: {len(inputs)} inputs, {len(rules)} rules")
     return rows
+
+
+def describe_calibration(retriever: ApplicabilityRetriever) -> str:
+    """One line on how the retriever decides: threshold and calibration."""
+    judge = retriever.judge
+    calibration = judge.calibration
+    how = (
+        f"calibrated: {calibration.note or calibration.method}"
+        if calibration is not None
+        else f"raw P(YES): no calibration for {judge.model_identity}"
+    )
+    return f"a rule matches at score >= {judge.decision_threshold:.2f} ({how})"
 
 
 def _column(lines: list[str], width: int) -> list[str]:
@@ -159,14 +178,15 @@ def render_row(number: int, row: DemoRow, rules: dict[str, Rule], width: int = 1
     """Format one input: matched rules beside similarity chunks, then the output."""
     half = (width - 3) // 2
     left = [f"TAG matched {len(row.matched)} of {row.judgments} rules ({row.seconds_match:.1f}s)"]
-    for rule_id, name, score in row.matched:
-        shown = f"P(YES)={score:.2f}" if score is not None else "YES"
+    for rule_id, name, score, raw in row.matched:
+        shown = f"score={score:.2f}, P(YES)={raw:.2f}" if score is not None and raw is not None else "YES"
         left.append(f"- {rule_id} {name} [{shown}]")
         left.append(f"    do: {rules[rule_id].action}")
     if not row.matched:
         left.append("- (no rule applies)")
     if row.near_misses:
-        left.append("closest below threshold: " + ", ".join(f"{rid} {p:.2f}" for rid, p in row.near_misses))
+        left.append("closest below the line:")
+        left.extend(f"  {rid} {rules[rid].rule_name} (score {p:.2f})" for rid, p in row.near_misses)
     if row.failed:
         left.append(f"({row.failed} judgments unreadable, counted NO)")
     right = [f"Chroma similarity top-{len(row.similar)} chunks"]

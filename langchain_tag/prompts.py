@@ -40,9 +40,7 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = (
-    "extract-v8"  # v8: phase 3 writes the violation; phase 2 keeps a prohibition with its alternative
-)
+EXTRACTION_PROMPT_VERSION = "extract-v9"  # v9: phase 1 contrasts background with rules by example
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
@@ -70,6 +68,7 @@ Labels:
 - conditional: something must or may be done only when a condition holds;
 - continuation: the sentence completes the rule of the sentence just before it, for example by saying what to do instead;
 - background: anything that tells nobody what to do: history, motivation, who wrote or maintains the document, descriptions, definitions, headings, examples.
+A sentence is a rule only if it tells its reader to do, avoid or may do something. For example, "The committee adopted these guidelines in 2015." and "Inspectors are drawn from every region." are background; "Inspectors must sign each report." is a requirement.
 Give every sentence exactly one label.
 """
     + _JSON_ONLY

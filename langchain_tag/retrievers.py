@@ -186,6 +186,11 @@ class ApplicabilityRetriever(BaseRetriever):
             return self._remember(rules_from_documents(found))
         return self._rules
 
+    @property
+    def judge(self) -> PairwiseJudge:
+        """The pairwise judge: its ``calibration``, ``decision_threshold`` and ``reference_log_odds``."""
+        return self._judge
+
     def _remember(self, rules: list[Rule]) -> list[Rule]:
         self._seen.update((rule.rule_id, rule) for rule in rules)
         return rules

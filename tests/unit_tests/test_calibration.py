@@ -163,7 +163,7 @@ def test_calibrate_refuses_unknown_rule_ids_and_keeps_its_calibration() -> None:
     retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=None)
     with pytest.raises(CalibrationError, match="R-9"):
         retriever.calibrate([("x", ["R-9"])])
-    assert retriever._judge.calibration is None
+    assert retriever.judge.calibration is None
 
 
 async def test_acalibrate_matches_calibrate() -> None:
@@ -178,12 +178,12 @@ def test_standardising_over_typical_inputs_and_the_calibrations_own_threshold() 
     typical = ("plain input one", "plain input two", "HOLDS-R-2 sample")  # the spread comes from these
     calibration = Calibration(method="threshold", reference_inputs=typical, standardise=True, threshold=0.8)
     retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=calibration)
-    assert retriever._judge.decision_threshold == 0.8
+    assert retriever.judge.decision_threshold == 0.8
     judged = {j.rule_id: j for j in retriever.match("HOLDS-R-1").judgments}
-    mean, spread = retriever._judge.reference_log_odds(RULES[0])
+    mean, spread = retriever.judge.reference_log_odds(RULES[0])
     assert mean == pytest.approx(logit(0.05)) and spread == 0.0  # R-1 never stands out on the typical inputs
     expected = sigmoid((logit(0.35) - logit(0.05)) / calibration.min_spread)
-    _, spread_r2 = retriever._judge.reference_log_odds(RULES[1])
+    _, spread_r2 = retriever.judge.reference_log_odds(RULES[1])
     assert spread_r2 is not None and spread_r2 > 1.0  # R-2 holds for one of them
     assert judged["R-1"].score == pytest.approx(expected)
     assert [d.metadata["rule_id"] for d in retriever.invoke("HOLDS-R-1")] == ["R-1"]

@@ -34,11 +34,12 @@ def test_demo_prints_tag_next_to_similarity(tmp_path: Path) -> None:
     rows = run_demo(**_models(), store=tmp_path / "store.sqlite", out=out, log=log)
     assert len(rows) == len(DEMO_INPUTS)
     first = rows[0]
-    assert [name for _, name, _ in first.matched] and all(p == 0.93 for _, _, p in first.matched)
+    assert [name for _, name, _, _ in first.matched] and all(s == p == 0.93 for _, _, s, p in first.matched)
     assert len(first.similar) == 2 and first.output == "REVISED CODE"
     text = out.getvalue()
     assert "TAG matched" in text and "Chroma similarity top-2" in text and "P(YES)=0.93" in text
-    assert "closest below threshold: " in text and first.near_misses[0][1] == pytest.approx(0.04)
+    assert "closest below the line:" in text and first.near_misses[0][1] == pytest.approx(0.04)
+    assert "a rule matches at score >= 0.50 (raw P(YES): no calibration for FakeChatModel)" in log.getvalue()
     assert "extracting rules" in log.getvalue()
     assert (tmp_path / "store.sqlite").stat().st_size > 0
 
