@@ -262,8 +262,11 @@ def get_chat_model(
     """
     if role not in ROLES:
         raise ValueError(f"Unknown role {role!r}; expected one of: {', '.join(ROLES)}.")
-    require_extra("langchain_openai", "openai")
     cfg = config if config is not None else ModelConfig.from_env()
+    # The embedded model needs the whole local extra; a remote endpoint only the OpenAI client.
+    if cfg.provider == "local":
+        require_extra("xllamacpp", "local")
+    require_extra("langchain_openai", "openai")
 
     kwargs: dict[str, Any] = {
         "temperature": 0,

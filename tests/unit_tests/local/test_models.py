@@ -282,3 +282,15 @@ def test_embeddings_missing_package_error(monkeypatch: pytest.MonkeyPatch) -> No
             get_embeddings()
     finally:
         models._load_embeddings.cache_clear()
+
+
+def test_missing_extras_are_named_by_their_one_pip_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_tag.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)
+    with pytest.raises(MissingExtraError, match=re.escape('pip install "langchain-tag[local]"')):
+        get_chat_model(ModelConfig(provider="local"))
+    monkeypatch.setitem(sys.modules, "langchain_openai", None)
+    with pytest.raises(MissingExtraError, match=re.escape('pip install "langchain-tag[openai]"')) as info:
+        get_chat_model(ModelConfig(provider="openai", base_url=DUMMY_URL, model="m"))
+    assert "\n" not in str(info.value)
