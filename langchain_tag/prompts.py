@@ -40,7 +40,7 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v9"  # v9: phase 1 contrasts background with rules by example
+EXTRACTION_PROMPT_VERSION = "extract-v10"  # v10: phase 3 answers "none" for a statement that asks nothing of anyone
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
@@ -133,7 +133,7 @@ A rule fires on a task input that does not follow its statement, and its action 
 - "action": one concrete change to the task input that makes it follow the statement. A vague goal such as "improve", "ensure quality" or "make it appropriate" is not an action.
 - "rule_name": 3 to 8 words that name the violation and tell the rule apart from its neighbours.
 - "category_tags": 1 to 3 short lower-case words naming the rule's subject.
-Write about the task input itself, never about the statement's wording.
+Write about the task input itself, never about the statement's wording. If a statement asks nothing of anyone (it only tells history, describes people or explains), write "violation": "none" for it.
 
 Three examples from other domains, to show the shift from statement to rule (do not reuse their wording):
 Task input: a request to let someone into the office. Statement: "Visitors must be signed in before they enter the office."

@@ -27,6 +27,7 @@ _parse = functools.partial(parse_json_items, key="rules")
 RuleDraft = dict[str, Any]
 """Rule fields from the model, before ids and provenance are assigned."""
 
+_NO_VIOLATION = frozenset({"none", "n/a", "no violation", "nothing"})
 _WORDS = re.compile(r"[A-Za-z0-9][\w'-]*")
 
 
@@ -73,6 +74,8 @@ def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = 
     action = str(raw.get("action") or "").strip()
     if not (name and condition and action):
         return None
+    if condition.strip(" .\"'").lower() in _NO_VIOLATION:
+        return {"no_rule": True}
     draft: RuleDraft = {
         "rule_name": name,
         "condition": condition,
@@ -93,8 +96,13 @@ def collect_rules(
     *,
     notes: list[str],
     extra_fields: Sequence[str] = (),
+    declined: list[AtomicUnit] | None = None,
 ) -> tuple[list[tuple[AtomicUnit, RuleDraft]], list[AtomicUnit]]:
     """Match raw rules to the batch's units.
+
+    A unit the model answers with the violation "none" (the statement asks
+    nothing of anyone) gets no rule: it is added to ``declined``, not
+    reported missing.
 
     ``extra_fields`` are the extra rule fields the prompt asked for; they are
     kept when the model gave them.
@@ -120,7 +128,12 @@ def collect_rules(
             notes.append(f"phase 3: rule for {atomic_id} lacks a name, condition or action")
             continue
         drafts.setdefault(atomic_id, draft)
-    found = [(u, drafts[u.atomic_id]) for u in batch if u.atomic_id in drafts]
+    refused = [u for u in batch if drafts.get(u.atomic_id, {}).get("no_rule")]
+    for unit in refused:
+        notes.append(f"phase 3: {unit.atomic_id} states no rule (the model found nothing it asks); left out")
+    if declined is not None:
+        declined.extend(refused)
+    found = [(u, drafts[u.atomic_id]) for u in batch if u.atomic_id in drafts and u not in refused]
     missing = [u for u in batch if u.atomic_id not in drafts]
     return found, missing
 

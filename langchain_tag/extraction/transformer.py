@@ -220,13 +220,24 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         spans = yield from self._phase1(sections, texts, notes)
         units = yield from self._phase2(spans, notes)
         span_by_id = {s.span_id: s for s in spans}
-        drafts = yield from self._phase3(units, span_by_id, notes)
+        declined: list[AtomicUnit] = []
+        drafts = yield from self._phase3(units, span_by_id, notes, declined)
         rules = self._number(drafts, span_by_id, start=1)
+        # A span whose every unit states no rule is background after all: it needs no coverage.
+        declined_ids = {u.atomic_id for u in declined}
+        background = {
+            s.span_id
+            for s in spans
+            if all(u.atomic_id in declined_ids for u in units if u.span_id == s.span_id)
+            and any(u.span_id == s.span_id for u in units)
+        }
+        spans = [s for s in spans if s.span_id not in background]
         counts = {
             "documents": len(texts),
             "sections": len(sections),
             "spans": len(spans),
             "units": len(units),
+            "units stating no rule": len(declined_ids),
             "rules extracted": len(rules),
         }
         report = ExtractionReport(skipped_phases=self.skip_phases, notes=notes)
@@ -293,7 +304,13 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             for i, u in enumerate(units, start=1)
         ]
 
-    def _phase3(self, units: list[AtomicUnit], span_by_id: dict[str, Span], notes: list[str]) -> _Step:
+    def _phase3(
+        self,
+        units: list[AtomicUnit],
+        span_by_id: dict[str, Span],
+        notes: list[str],
+        declined: list[AtomicUnit] | None = None,
+    ) -> _Step:
         if 3 in self.skip_phases:
             return [(u, unoperationalised_draft(u, span_by_id[u.span_id].normative_type)) for u in units]
         found: dict[str, RuleDraft] = {}
@@ -313,7 +330,9 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             raw = yield calls, desc
             pending = []
             for batch, reply in zip(batches, raw, strict=True):
-                got, missing = collect_rules(batch, reply, notes=notes, extra_fields=tuple(self.extra_fields))
+                got, missing = collect_rules(
+                    batch, reply, notes=notes, extra_fields=tuple(self.extra_fields), declined=declined
+                )
                 found.update({u.atomic_id: d for u, d in got})
                 pending.extend(missing)
         for unit in pending:

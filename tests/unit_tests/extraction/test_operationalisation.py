@@ -76,3 +76,15 @@ def test_the_violation_is_the_rules_condition_and_the_prompt_asks_for_it() -> No
     raw = [{"atomic_id": "A-001", "rule_name": "n", "violation": "the input uses B", "action": "use A"}]
     found, _ = collect_rules(UNITS[:1], raw, notes=[])
     assert found[0][1]["condition"] == "the input uses B"
+
+
+def test_a_statement_that_asks_nothing_gets_no_rule_and_is_not_missing() -> None:
+    raw = [
+        {"atomic_id": "A-001", "rule_name": "n", "violation": "none", "action": "-"},
+        {"atomic_id": "A-002", "rule_name": "m", "violation": "the input does B", "action": "do A"},
+    ]
+    notes: list[str] = []
+    declined: list = []
+    found, missing = collect_rules(UNITS, raw, notes=notes, declined=declined)
+    assert [u.atomic_id for u, _ in found] == ["A-002"] and missing == [] and declined == [UNITS[0]]
+    assert "states no rule" in notes[0]

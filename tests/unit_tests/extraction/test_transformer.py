@@ -192,3 +192,22 @@ def test_documents_keep_distinct_ids() -> None:
         [_doc(doc_id="same"), _doc(doc_id="same")]
     )
     assert {r.document_id for r in result.rules} == {"same", "same#2"}
+
+
+def test_a_span_whose_statement_asks_nothing_is_left_out_without_hurting_coverage() -> None:
+    def respond(text: str) -> str:
+        reply = fake_extraction_reply(text)
+        if 'Return {"rules"' in text and "phone" in text:
+            data = json.loads(reply)
+            for rule in data["rules"]:
+                if "phone" in rule["action"]:
+                    rule["violation"] = "none"
+            reply = json.dumps(data)
+        return reply
+
+    clean = RuleDocumentTransformer(fake_extractor()).extract([_doc()])
+    result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
+    assert len(result.rules) == len(clean.rules) - 1 and not any("phone" in r.source_text for r in result.rules)
+    assert result.report.coverage == 1.0 and result.report.counts["units stating no rule"] == 1
+    assert any("states no rule" in n for n in result.report.notes)
+    assert not any("phone" in s.text for s in result.spans)
