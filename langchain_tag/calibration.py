@@ -343,7 +343,21 @@ def expected_calibration_error(scores: Sequence[float], labels: Sequence[bool], 
     return sum(abs(b[0] - b[1]) for b in totals if b[2]) / len(scores)
 
 
-DEFAULT_CALIBRATIONS: dict[str, Calibration] = {}
+DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
+    # Fitted on the development split of the benchmark's demo-policy set (26 labelled snippets x 12 rules
+    # extracted by the same model with extraction prompts v10): content-free references, Platt, and the
+    # threshold with the best development F1. `langchain-tag bench` results in benchmarks/README.md.
+    "qwen2.5-coder-1.5b": Calibration(
+        method="platt",
+        slope=4.45,
+        intercept=-3.42,
+        reference_inputs=("N/A", ""),
+        threshold=0.34,
+        model="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        prompt_version="judge-applicability-v4",
+        note="Qwen2.5-Coder-1.5B default: per-rule content-free reference, Platt fit on development data",
+    ),
+}
 """Shipped defaults per judge model family, keyed by a lower-case fragment of the model identity."""
 
 

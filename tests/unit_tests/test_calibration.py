@@ -189,3 +189,11 @@ def test_standardising_over_typical_inputs_and_the_calibrations_own_threshold() 
     assert [d.metadata["rule_id"] for d in retriever.invoke("HOLDS-R-1")] == ["R-1"]
     with pytest.raises(CalibrationError, match="at least two reference inputs"):
         Calibration(reference_inputs=("N/A",), standardise=True)
+
+
+def test_the_local_model_has_a_shipped_calibration_for_the_default_prompt() -> None:
+    from langchain_tag.prompts import JUDGE_PROMPTS
+
+    shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", JUDGE_PROMPTS["applicability"].version)
+    assert shipped is not None and shipped.reference_inputs and shipped.threshold is not None
+    assert shipped.score(0.5, reference=logit(0.5)) < shipped.threshold  # no more likely than on "N/A": no match
