@@ -80,3 +80,14 @@ def test_extraction_end_to_end(local_config: ModelConfig) -> None:
         assert text[rule.source_start : rule.source_end] == rule.source_text
         assert rule.condition and rule.action and rule.document_id == "style.rst"
     assert any("import" in (r.condition + r.action).lower() for r in result.rules)
+
+
+def test_the_local_judge_uses_its_shipped_calibration(retriever: ApplicabilityRetriever) -> None:
+    calibration = retriever.judge.calibration
+    assert calibration is not None and calibration.reference_inputs, "the local model must not be thresholded raw"
+    result = retriever.match(INPUTS["W1"])
+    scores = {j.rule_id: (j.probability, j.score) for j in result.judgments}
+    assert all(raw is not None and score is not None for raw, score in scores.values())
+    mean, _ = retriever.judge.reference_log_odds(RULES[0])
+    assert mean is not None  # the content-free references were judged (once, through the verdict cache)
+    assert scores["W1"][1] == max(score for _, score in scores.values()), scores
