@@ -49,14 +49,34 @@ def retriever(local_config: ModelConfig) -> ApplicabilityRetriever:
     return ApplicabilityRetriever(llm=get_chat_model(local_config, role="judge"), rules=RULES, max_concurrency=1)
 
 
+@pytest.fixture(scope="module")
+def named_retriever(local_config: ModelConfig) -> ApplicabilityRetriever:
+    judge = get_chat_model(local_config, role="judge")
+    return ApplicabilityRetriever(llm=judge, rules=RULES, predicate="applicability-named", max_concurrency=1)
+
+
 @pytest.mark.parametrize("holding", sorted(INPUTS))
-def test_the_holding_rule_ranks_first(retriever: ApplicabilityRetriever, holding: str) -> None:
-    result = retriever.match(INPUTS[holding])
+def test_with_named_rules_the_holding_rule_ranks_first(named_retriever: ApplicabilityRetriever, holding: str) -> None:
+    # Across rules, raw P(YES) is comparable only for the prompt that shows names and tags; the default
+    # statement prompt leaves per-rule bias to the calibration (next test).
+    result = named_retriever.match(INPUTS[holding])
     assert not result.failed and result.completion_tokens == len(RULES)  # one-token verdicts
     scores = {j.rule_id: j.probability for j in result.judgments}
     assert all(p is not None for p in scores.values()), "the local judge must return logprobs"
     best = max(scores, key=lambda rid: scores[rid])
     assert best == holding, f"P(YES) per rule: {scores}"
+
+
+@pytest.mark.parametrize("rule_id", sorted(INPUTS))
+def test_each_rule_scores_highest_on_the_input_it_holds_for(retriever: ApplicabilityRetriever, rule_id: str) -> None:
+    results = {holding: retriever.match(text) for holding, text in INPUTS.items()}
+    judged = [j for r in results.values() for j in r.judgments if not j.cached]
+    assert all(not r.failed for r in results.values())
+    assert all(j.completion_tokens == 1 for j in judged)  # one-token verdicts (cached ones cost none)
+    raw = {h: next(j.probability for j in r.judgments if j.rule_id == rule_id) for h, r in results.items()}
+    score = {h: next(j.score for j in r.judgments if j.rule_id == rule_id) for h, r in results.items()}
+    assert max(raw, key=lambda h: raw[h]) == rule_id, f"P(YES) of {rule_id} per input: {raw}"
+    assert max(score, key=lambda h: score[h]) == rule_id, f"calibrated score of {rule_id} per input: {score}"
 
 
 def test_extraction_end_to_end(local_config: ModelConfig) -> None:
@@ -90,4 +110,5 @@ def test_the_local_judge_uses_its_shipped_calibration(retriever: ApplicabilityRe
     assert all(raw is not None and score is not None for raw, score in scores.values())
     mean, _ = retriever.judge.reference_log_odds(RULES[0])
     assert mean is not None  # the content-free references were judged (once, through the verdict cache)
-    assert scores["W1"][1] == max(score for _, score in scores.values()), scores
+    other = {j.rule_id: j.score for j in retriever.match(INPUTS["M1"]).judgments}
+    assert scores["W1"][1] > other["W1"], (scores, other)  # the rule stands out where it holds
