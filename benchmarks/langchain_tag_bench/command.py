@@ -88,7 +88,11 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
         default="document",
         help="what rule similarity embeds per rule",
     )
-    p.add_argument("--threshold", type=float, default=0.5, help="P(YES) needed for YES (default 0.5)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        help="calibrated score needed for YES (default: the judge calibration's threshold, else 0.5)",
+    )
     p.add_argument("--max-concurrency", type=_positive, default=1, help="judgments in flight (default 1)")
     p.add_argument("--variants", type=int, default=2, help="pep8: broken variants per snippet (default 2)")
     p.add_argument("--timeout", type=float, default=10.0, help="code: seconds allowed per solution's tests")

@@ -192,7 +192,7 @@ class _Selector:
         *,
         judge_llm: BaseChatModel | None,
         embeddings: Embeddings | Callable[[], Embeddings] | None,
-        threshold: float,
+        threshold: float | None,
         max_concurrency: int,
         depth: int = 1,
     ) -> None:
@@ -393,7 +393,7 @@ def run_benchmark(
     judge_llm: BaseChatModel | None = None,
     embeddings: Embeddings | Callable[[], Embeddings] | None = None,
     retrieval_only: bool = False,
-    threshold: float = 0.5,
+    threshold: float | None = None,
     max_concurrency: int = 2,
     show_progress: bool | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
@@ -413,7 +413,7 @@ def run_benchmark(
             against the items' gold ids; methods that cannot be scored that
             way are mapped (``similarity@K`` to ``rules_similarity@K``) or
             left out (``none``, ``chunks_applicability``).
-        threshold: P(YES) needed for a YES when the judge gives logprobs.
+        threshold: Calibrated score needed for a YES (None: the calibration's threshold, else 0.5).
         max_concurrency: Judgments in flight at once.
         show_progress: Progress bars (default: when stderr is a terminal).
         on_record: Called with each new record.
