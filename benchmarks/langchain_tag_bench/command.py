@@ -1,5 +1,9 @@
 """``langchain-tag bench DOMAIN``: run a benchmark task over methods and print its table.
 
+``langchain-tag bench quality --set demo|ruff|DIR`` runs the end-to-end quality
+benchmark instead (:mod:`langchain_tag_bench.quality`): extracted rules judged
+on labelled inputs, scored per policy statement.
+
 The command builds the task (:mod:`langchain_tag_bench.tasks`), the models
 (the embedded local model unless ``--llm``/``--judge-llm``/``--grader-llm``
 or the ``LANGCHAIN_TAG_*`` variables name an endpoint model), runs
@@ -17,7 +21,7 @@ from typing import Any
 from langchain_tag_bench.methods import DEFAULT_KS
 from langchain_tag_bench.tasks import TASKS
 
-__all__ = ["add_bench_parser", "model_config_for"]
+__all__ = ["add_bench_parser", "model_config_for", "run_quality_command"]
 
 DEFAULT_METHODS = {
     "nba": "none,all_rules,similarity,tag",
@@ -52,18 +56,36 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``bench`` sub-command to a sub-parser collection."""
     p = sub.add_parser(
         "bench",
-        help="run a benchmark (nba, code, npov, pep8) over methods and print the table",
+        help="run a benchmark (nba, code, npov, pep8, quality) over methods and print the table",
         description="Run a benchmark task over methods. Results are appended per item to OUT/items.jsonl "
         "(a rerun resumes), and the table is written to OUT/results.md (or retrieval.md) with a PNG plot.",
     )
-    p.add_argument("domain", choices=TASKS, help="nba | code (HumanEval x PEP 8) | npov | pep8 (retrieval only)")
+    p.add_argument(
+        "domain",
+        choices=(*TASKS, "quality"),
+        help="nba | code (HumanEval x PEP 8) | npov | pep8 (retrieval only) | "
+        "quality (policy -> rules -> labelled inputs, P/R/F1 per statement)",
+    )
     p.add_argument(
         "--methods",
         help="comma-separated: none, all_rules, similarity[@K], tag, relevance, rules_similarity[@K], "
         "chunks_applicability, tag-no-pN, phases, 2x2, all "
-        f"(default: {DEFAULT_METHODS['nba']}; with --retrieval-only: {DEFAULT_RETRIEVAL_METHODS})",
+        f"(default: {DEFAULT_METHODS['nba']}; with --retrieval-only: {DEFAULT_RETRIEVAL_METHODS}); quality: tag, "
+        "tag-raw, tag-calibrated:FILE, all_rules, rules_similarity[@K], chunks_similarity[@K], all "
+        "(default: all)",
     )
-    p.add_argument("--limit", type=_positive, help="at most N items (nba: spread evenly over the levels)")
+    p.add_argument(
+        "--limit", type=_positive, help="at most N items (nba: spread evenly over the levels; quality: per split)"
+    )
+    p.add_argument(
+        "--set",
+        dest="quality_set",
+        default="demo",
+        help="quality: demo | ruff | DIR with a policy, *statements*.json and *cases*.jsonl (default: demo)",
+    )
+    p.add_argument(
+        "--split", choices=("dev", "test", "both"), default="both", help="quality: the cases scored (default: both)"
+    )
     p.add_argument("--levels", type=_ints, default=(0, 1, 2), help="nba levels, e.g. 0,1 (default: 0,1,2)")
     p.add_argument("--ks", type=_ints, default=DEFAULT_KS, help="similarity cut-offs (default: 5,10,15,20)")
     p.add_argument("--retrieval-only", action="store_true", help="score selected rule ids against gold; no executor")
@@ -192,6 +214,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
     from langchain_tag_bench.report import write_report
     from langchain_tag_bench.runner import run_benchmark
 
+    if args.domain == "quality":
+        return run_quality_command(args)
     retrieval_only = args.retrieval_only or args.domain == "pep8"
     default = DEFAULT_RETRIEVAL_METHODS if retrieval_only else DEFAULT_METHODS[args.domain]
     methods = parse_methods(args.methods or default, ks=args.ks)
@@ -220,6 +244,65 @@ def run_bench_command(args: argparse.Namespace) -> int:
     print(
         f"{run.new_items} new records in {run.seconds:.0f} s; records: {out / 'items.jsonl'}; "
         f"table: {out / (stem + '.md')}; plot: {out / (stem + '.png')}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _log_quality_record(record: dict[str, Any]) -> None:
+    parts = [f"{record['method']} {record['key']} ({record['split']})", f"units={len(record['units'])}"]
+    if "calls" in record:
+        parts.append(f"calls={record['calls']}")
+    parts.append(f"{record['seconds']:.1f}s")
+    print("  ".join(parts), file=sys.stderr, flush=True)
+
+
+def run_quality_command(args: argparse.Namespace) -> int:
+    """``bench quality``: judge the set's cases, print the table and write it to ``OUT/quality.md``."""
+    from langchain_tag.local.models import get_chat_model
+    from langchain_tag.local.weights import default_cache_dir
+    from langchain_tag_bench.quality import (
+        DEFAULT_QUALITY_METHODS,
+        SPLITS,
+        load_quality_set,
+        parse_quality_methods,
+        quality_table,
+        run_quality,
+    )
+
+    methods = parse_quality_methods(args.methods or DEFAULT_QUALITY_METHODS)
+    cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
+    quality_set = load_quality_set(args.quality_set, cache_dir=cache_dir)
+    out = Path(args.out or f"runs/bench-quality-{quality_set.name}")
+    judge = None
+    if any(m.judged for m in methods):
+        judge = get_chat_model(model_config_for(args.judge_llm or args.llm), role="judge")
+
+    def extractor() -> Any:
+        return get_chat_model(model_config_for(args.llm), role="extractor")
+
+    tty = sys.stderr.isatty()
+    run = run_quality(
+        quality_set,
+        judge=judge,
+        extractor=None if args.rules else extractor,
+        rules=args.rules,
+        splits=SPLITS if args.split == "both" else (args.split,),
+        out_dir=out,
+        methods=methods,
+        limit=args.limit,
+        cache_dir=cache_dir,
+        threshold=args.threshold,
+        max_concurrency=args.max_concurrency,
+        show_progress=tty,
+        on_record=None if tty else _log_quality_record,
+    )
+    table = quality_table(run)
+    (out / "quality.md").write_text(table, encoding="utf-8")
+    print(table)
+    print(
+        f"{run.new_records} new records, {run.judge_calls} judge calls in {run.seconds:.0f} s; "
+        f"records: {out / 'records.jsonl'}; rules: {out / 'rules.jsonl'}; table: {out / 'quality.md'}",
         file=sys.stderr,
     )
     return 0

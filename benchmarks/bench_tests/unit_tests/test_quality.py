@@ -1,0 +1,388 @@
+"""The end-to-end quality benchmark with fakes: mapping, scores, shared judgments, resume, CLI, polarity proxy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_tag import cli
+from langchain_tag.calibration import Calibration
+from langchain_tag.local import models
+from langchain_tag.rules import Rule, save_rules
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extractor, judged_rule_id
+from langchain_tag_bench.data import BenchDataError
+from langchain_tag_bench.quality import (
+    QualitySet,
+    chunk_statements,
+    load_quality_set,
+    parse_quality_methods,
+    polarity_proxy,
+    quality_table,
+    rule_span,
+    rule_statements,
+    run_quality,
+    score_pairs,
+    statement_spans,
+)
+
+POLICY = """# Tiny policy
+
+This policy was written in 2024 by the platform team.
+
+## Rules
+
+Never call eval on user input. Always close files you open.
+
+Do not print in library code.
+"""
+STATEMENTS = [
+    {"id": "S1", "text": "Never call eval on user input."},
+    {"id": "S2", "text": "Always close files you open."},
+    {"id": "S3", "text": "Do not print in library code.", "note": "print"},
+    {"id": "S4", "text": "Do not print in library code.", "note": "same text, another reading"},
+]
+CASES = [
+    {"id": "d1", "code": "x = eval(data)", "violates": ["S1"], "split": "dev"},
+    {"id": "d2", "code": "print(x)", "violates": ["S3"], "split": "dev"},
+    {"id": "d3", "code": "y = 1", "violates": [], "split": "dev"},
+    {"id": "t1", "code": "f = open(p)\nprint(eval(s))", "violates": ["S1", "S2", "S3"], "split": "test"},
+    {"id": "t2", "code": "z = 2", "violates": [], "split": "test"},
+]
+
+
+def _rule(rule_id: str, source: str, *, offsets: bool = True, condition: str = "c") -> Rule:
+    start = POLICY.find(source)
+    return Rule(
+        rule_id=rule_id,
+        rule_name=f"rule {rule_id}",
+        condition=condition,
+        action="a",
+        source_text=source,
+        source_start=start if offsets and start >= 0 else None,
+        source_end=start + len(source) if offsets and start >= 0 else None,
+    )
+
+
+RULES = [
+    _rule("R1", "Never call eval on user input.", condition="the code calls eval"),
+    _rule("R2", "Always close files you open.", offsets=False, condition="the code does not close a file"),
+    _rule("R3", "Do not print in library code.", condition="the code calls print"),
+    _rule("R4", "This policy was written in 2024 by the platform team.", condition="background"),
+]
+# A word in the rule's text -> the word in the input that makes the fake judge say YES.
+WORDS = {"eval": "eval", "close": "open", "print": "print"}
+
+
+def quality_set() -> QualitySet:
+    return QualitySet(
+        name="tiny",
+        policy_path=None,
+        policy_text=POLICY,
+        policy_id="tiny.md",
+        statements=[dict(s) for s in STATEMENTS],
+        cases=[dict(c) for c in CASES],
+    )
+
+
+def word_judge(**kwargs: Any) -> FakeChatModel:
+    """P(YES) 0.9 when the input holds the word the rule is about (:data:`WORDS`), else 0.2 (with logprobs)."""
+
+    def respond(prompt: str) -> Any:
+        if judged_rule_id(prompt) is None:
+            return "NO"
+        text, _, rule = prompt.rpartition("RULE:")
+        hit = any(about in rule.lower() and word in text for about, word in WORDS.items())
+        return ("YES", 0.9) if hit else ("NO", 0.2)
+
+    return FakeChatModel(respond=respond, with_logprobs=True, **kwargs)
+
+
+# ------------------------------------------------------------------ mapping
+def test_rule_mapping_offsets_text_whitespace_and_non_rules() -> None:
+    qs = quality_set()
+    spans = statement_spans(qs)
+    assert spans["S3"] == spans["S4"]  # a shared text maps to both entries
+    loose = _rule("R5", "Never  call eval\non user input.", offsets=False)
+    both = _rule("R6", "Never call eval on user input. Always close files you open.")
+    sliver = _rule("R7", "input. Always", offsets=False)  # 6 of 30 characters of S1, 6 of 28 of S2: too little
+    mapped = rule_statements([*RULES, loose, both, sliver], spans, POLICY)
+    assert mapped == {
+        "R1": {"S1"},
+        "R2": {"S2"},  # no offsets: found by its text
+        "R3": {"S3", "S4"},
+        "R4": set(),  # background: a non-rule
+        "R5": {"S1"},  # whitespace differs
+        "R6": {"S1", "S2"},
+        "R7": set(),
+    }
+    assert rule_span(_rule("R8", "not in the policy at all", offsets=False), POLICY) is None
+
+
+def test_rule_mapping_half_of_the_rule_source_is_enough() -> None:
+    spans = {"S1": (0, 100)}
+    # A short source wholly inside a long statement: 20 of 100 statement characters, but all of the source.
+    inner = Rule(rule_id="R", rule_name="r", condition="c", action="a", source_start=10, source_end=30)
+    assert rule_statements([inner], spans, "x" * 200) == {"R": {"S1"}}
+
+
+def test_chunk_mapping_needs_half_the_statement_inside() -> None:
+    spans = {"A": (0, 10), "B": (10, 30), "C": (50, 60)}
+    chunks = [
+        Document(page_content="x" * 20, metadata={"start_index": 0, "chunk_id": "C1"}),  # A whole, B half
+        Document(page_content="x" * 15, metadata={"start_index": 16, "chunk_id": "C2"}),  # B 14/20, not C
+        Document(page_content="x" * 8, metadata={"start_index": 54, "chunk_id": "C3"}),  # C 6/10
+    ]
+    assert chunk_statements(chunks, spans) == {"C1": {"A", "B"}, "C2": {"B"}, "C3": {"C"}}
+
+
+def test_score_pairs_micro() -> None:
+    gold = {"a": {"S1", "S2"}, "b": set(), "c": {"S3"}}
+    predicted = {"a": {"S1", "S9"}, "b": {"S2"}}
+    # tp 1 (a:S1); fp 2 (a:S9, b:S2); fn 2 (a:S2, c:S3)
+    precision, recall, f1 = score_pairs(predicted, gold)
+    assert (precision, recall) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
+    assert f1 == pytest.approx(1 / 3)
+    assert score_pairs({}, {"a": set()}) == (0.0, 0.0, 0.0)
+
+
+def test_parse_methods() -> None:
+    names = [m.name for m in parse_quality_methods("tag,rules_similarity,chunks_similarity@2,all_rules")]
+    assert names == [
+        "tag",
+        "rules_similarity@1",
+        "rules_similarity@3",
+        "rules_similarity@5",
+        "chunks_similarity@2",
+        "all_rules",
+    ]
+    assert len(parse_quality_methods("all")) == 3 + 3 + 4
+    with pytest.raises(ValueError, match="unknown method 'bogus'"):
+        parse_quality_methods("bogus")
+    with pytest.raises(ValueError, match="calibration file"):
+        parse_quality_methods("tag-calibrated:/nowhere/cal.json")
+
+
+def test_statement_not_in_policy_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "policy.md").write_text(POLICY, encoding="utf-8")
+    (tmp_path / "statements.json").write_text(json.dumps([{"id": "S1", "text": "Not there."}]), encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASES[2]) + "\n", encoding="utf-8")
+    with pytest.raises(BenchDataError, match="S1 is not verbatim"):
+        load_quality_set(tmp_path)
+    with pytest.raises(BenchDataError, match="not demo, ruff or a directory"):
+        load_quality_set(tmp_path / "nowhere")
+
+
+def test_demo_set_loads() -> None:
+    qs = load_quality_set("demo")
+    assert len(qs.statements) == 11 and len(qs.cases) == 52
+    assert {c["split"] for c in qs.cases} == {"dev", "test"}
+    assert qs.demo_settings and qs.policy.page_content == qs.policy_text
+
+
+# ------------------------------------------------------------------ the run
+def _run(tmp_path: Path, judge: FakeChatModel, methods: str = "all", **kw: Any) -> Any:
+    return run_quality(
+        quality_set(),
+        judge=judge,
+        rules=RULES,
+        embeddings=HashingEmbeddings(),
+        out_dir=tmp_path / "run",
+        methods=methods,
+        show_progress=False,
+        **kw,
+    )
+
+
+def test_tag_and_tag_raw_share_one_set_of_judgments(tmp_path: Path) -> None:
+    judge = word_judge()
+    run = _run(tmp_path, judge)
+    assert judge.calls == len(CASES) * len(RULES)  # every pair once; tag-raw made no call of its own
+    assert run.judge_calls == judge.calls
+    rows = {(r.method.name, r.split): r for r in run.rows()}
+    # The fake judge has no shipped calibration: tag's score is the raw P(YES), so both rows agree.
+    for split in ("dev", "test"):
+        assert rows[("tag", split)].f1 == rows[("tag-raw", split)].f1
+    assert rows[("tag-raw", "dev")].judge_calls is None and rows[("tag", "dev")].judge_calls == 3 * 4
+    # dev: d1 -> R1 {S1} (tp), d2 -> R3 {S3, S4} (tp S3, fp S4), d3 -> nothing: P 2/3, R 2/2.
+    dev = rows[("tag-raw", "dev")]
+    assert (dev.precision, dev.recall) == (pytest.approx(2 / 3), 1.0)
+    # test: t1 -> R1, R2, R3 -> S1, S2, S3, S4: tp 3, fp 1; t2 nothing.
+    test = rows[("tag-raw", "test")]
+    assert (test.precision, test.recall, test.units) == (pytest.approx(3 / 4), 1.0, 1.5)
+    # all rules: every case gets S1-S4 (R4 maps to none): dev tp 2 of 12 predicted, recall 1.
+    everything = rows[("all_rules", "dev")]
+    assert (everything.precision, everything.recall, everything.units) == (pytest.approx(2 / 12), 1.0, 4.0)
+    assert rows[("rules_similarity@1", "dev")].units == 1.0
+    assert rows[("chunks_similarity@1", "test")].units == 1.0
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    tag = next(r for r in records if r["method"] == "tag" and r["key"] == "d1")
+    assert {j["rule_id"]: round(j["p_yes"], 3) for j in tag["judgments"]} == {
+        "R1": 0.9,
+        "R2": 0.2,
+        "R3": 0.2,
+        "R4": 0.2,
+    }
+    assert all(j["score"] is not None for j in tag["judgments"]) and tag["units"] == ["R1"]
+    assert not any(r["method"] == "tag-raw" for r in records)
+    table = quality_table(run)
+    assert "| TAG, raw P(YES) >= 0.5 (`tag-raw`) | dev | 3 | 0.67 | 1.00 | 0.80 |" in table
+    assert "| 4 | 1 | 5.0 | 4/4 |" in table  # rules, non-rules, per 20, covered
+    assert "Non-rules (map to no statement): R4." in table
+
+
+def test_tag_uses_the_calibrated_score_and_a_calibration_file_makes_no_new_pair_calls(tmp_path: Path) -> None:
+    cal = Calibration(method="threshold", slope=1.0, intercept=3.0)  # lifts P(YES) 0.2 to about 0.83
+    path = cal.save(tmp_path / "cal.json")
+    judge = word_judge()
+    run = _run(tmp_path, judge, methods=f"tag,tag-calibrated:{path}")
+    assert judge.calls == len(CASES) * len(RULES)  # the calibrated row read every pair from the verdict cache
+    rows = {(r.method.name, r.split): r for r in run.rows()}
+    calibrated = rows[(f"tag-calibrated:{path}", "dev")]
+    assert calibrated.units == 4.0 and calibrated.judge_calls == 0
+    assert rows[("tag", "dev")].units == pytest.approx(2 / 3)
+    # ECE of the lifted scores on mostly negative pairs is large; of the raw ones small.
+    assert calibrated.ece is not None and rows[("tag", "dev")].ece is not None
+    assert calibrated.ece > rows[("tag", "dev")].ece
+
+
+def test_resume_after_a_partial_records_file(tmp_path: Path) -> None:
+    first = word_judge()
+    _run(tmp_path, first, methods="tag", splits=("dev",))
+    assert first.calls == 3 * 4
+    path = tmp_path / "run" / "records.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + lines[1][:40], encoding="utf-8")  # one record, then a torn line
+    (tmp_path / "run" / "verdicts.sqlite").unlink()  # no verdict cache: only the records file resumes
+    again = word_judge()
+    run = _run(tmp_path, again, methods="tag", splits=("dev",))
+    assert again.calls == 2 * 4 and run.new_records == 2
+    assert [r.n for r in run.rows()] == [3]
+    third = word_judge()
+    assert _run(tmp_path, third, methods="tag", splits=("dev",)).new_records == 0 and third.calls == 0
+
+
+def test_other_rules_redo_the_records(tmp_path: Path) -> None:
+    _run(tmp_path, word_judge(), methods="tag", splits=("test",))
+    judge = word_judge()
+    run = run_quality(
+        quality_set(),
+        judge=judge,
+        rules=RULES[:2],
+        out_dir=tmp_path / "run",
+        methods="tag",
+        splits=("test",),
+        show_progress=False,
+    )
+    assert run.new_records == 2 and judge.calls == 0  # redone records; the pairs came from the verdict cache
+    assert {j["rule_id"] for j in run.record("tag", "t1")["judgments"]} == {"R1", "R2"}
+    assert any("redone" in note for note in run.notes)
+
+
+def test_limit_per_split(tmp_path: Path) -> None:
+    judge = word_judge()
+    run = _run(tmp_path, judge, methods="tag-raw", limit=1)
+    assert [c["id"] for c in run.cases] == ["d1", "t1"] and judge.calls == 2 * 4
+
+
+def test_polarity_proxy() -> None:
+    rule_map = {"R1": {"S1"}, "R2": {"S2"}, "R3": set()}
+    p_yes = {
+        "a": {"R1": 0.9, "R2": 0.9, "R3": 0.9},
+        "b": {"R1": 0.1, "R2": 0.1, "R3": 0.1},
+        "c": {"R1": 0.2, "R2": 0.8, "R3": 0.1},
+    }
+    gold = {"a": {"S1"}, "b": {"S2"}, "c": set()}
+    # R1: violating cases {a} 0.9 > others 0.15. R2: violating {b} 0.1 < others 0.85 (reversed polarity).
+    assert polarity_proxy(rule_map, p_yes, gold) == ["S1"]
+    assert polarity_proxy(rule_map, {"a": p_yes["a"]}, gold) == []  # no negative case: not counted
+
+
+def test_extraction_metrics_use_dev_judgments(tmp_path: Path) -> None:
+    run = _run(tmp_path, word_judge(), methods="tag")
+    ext = run.extraction()
+    assert ext.covered == ["S1", "S2", "S3", "S4"] and ext.non_rules == ["R4"]
+    # On dev: R1 is high on d1 (violates S1), R3 on d2 (violates S3). No dev case violates S2 or S4 (S4 shares
+    # S3's text but d2 is labelled S3 only), so those cannot be told.
+    assert ext.correct_polarity == ["S1", "S3"]
+    assert _run(tmp_path / "t", word_judge(), methods="tag", splits=("test",)).extraction().correct_polarity is None
+
+
+def test_rules_from_the_extractor_and_a_rule_file(tmp_path: Path) -> None:
+    run = run_quality(
+        quality_set(),
+        judge=word_judge(),
+        extractor=fake_extractor(),
+        out_dir=tmp_path / "ex",
+        methods="tag",
+        cache_dir=tmp_path / "cache",
+        show_progress=False,
+    )
+    assert run.rules and (tmp_path / "cache" / "extraction-store.sqlite").exists()
+    assert (tmp_path / "ex" / "rules.jsonl").exists()
+    assert {"S1", "S2", "S3"} <= {s for mapped in run.rule_map.values() for s in mapped}
+    save_rules(RULES, tmp_path / "rules.jsonl")
+    from_file = run_quality(
+        quality_set(), rules=tmp_path / "rules.jsonl", out_dir=tmp_path / "f", methods="all_rules", show_progress=False
+    )
+    assert [r.rule_id for r in from_file.rules] == ["R1", "R2", "R3", "R4"]
+    with pytest.raises(ValueError, match="judge model is needed"):
+        run_quality(quality_set(), rules=RULES, out_dir=tmp_path / "g", methods="tag")
+    with pytest.raises(ValueError, match="rules="):
+        run_quality(quality_set(), judge=word_judge(), out_dir=tmp_path / "h", methods="tag")
+
+
+# ------------------------------------------------------------------ CLI
+@pytest.fixture
+def fake_models(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    made: dict[str, Any] = {}
+
+    def get_chat_model(config: Any = None, *, role: str = "executor", **kw: Any) -> Any:
+        made[role] = word_judge() if role == "judge" else fake_extractor()
+        return made[role]
+
+    monkeypatch.setattr(models, "get_chat_model", get_chat_model)
+    monkeypatch.setattr(models, "get_embeddings", lambda: HashingEmbeddings())
+    return made
+
+
+def _write_set(directory: Path) -> Path:
+    directory.mkdir()
+    (directory / "tiny_policy.md").write_text(POLICY, encoding="utf-8")
+    (directory / "tiny_statements.json").write_text(json.dumps(STATEMENTS), encoding="utf-8")
+    (directory / "tiny_cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CASES), encoding="utf-8")
+    (directory / "set.json").write_text(json.dumps({"domain": "tiny policy", "task_input": "code"}), encoding="utf-8")
+    return directory
+
+
+def test_cli_quality_end_to_end(tmp_path: Path, fake_models: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _write_set(tmp_path / "tiny")
+    out = tmp_path / "out"
+    argv = ["bench", "quality", "--set", str(data), "--out", str(out), "--cache-dir", str(tmp_path / "cache")]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr()
+    assert "Quality set `tiny`: 4 statements, 5 cases scored (3 dev, 2 test)" in printed.out
+    assert "| TAG, shipped default (`tag`) | dev | 3 |" in printed.out
+    assert "| chunks + similarity top-5 | test | 2 |" in printed.out
+    assert (out / "quality.md").read_text(encoding="utf-8") in printed.out + "\n"
+    assert "tag d1 (dev)  units=" in printed.err  # one progress line per record without a terminal
+    calls = fake_models["judge"].calls
+    assert calls > 0 and "extractor" in fake_models
+    # A rerun resumes: no judge call, no new record.
+    assert cli.main([*argv, "--split", "dev"]) == 0
+    assert fake_models["judge"].calls == 0 and "0 new records" in capsys.readouterr().err
+
+
+def test_cli_quality_demo_with_a_rule_file(tmp_path: Path, fake_models: dict, capsys: pytest.CaptureFixture) -> None:
+    rules = tmp_path / "rules.jsonl"
+    save_rules([_rule("R1", "Never write a bare `except:` clause.", offsets=False, condition="bare except")], rules)
+    argv = ["bench", "quality", "--set", "demo", "--rules", str(rules), "--split", "test", "--limit", "2"]
+    assert cli.main([*argv, "--methods", "tag-raw,all_rules", "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "| all rules | test | 2 |" in printed and "| TAG, raw P(YES) >= 0.5 (`tag-raw`) | test | 2 |" in printed
+    assert "extractor" not in fake_models  # the rule file was used
+    assert cli.main([*argv, "--methods", "bogus"]) == 1
+    assert "unknown method 'bogus'" in capsys.readouterr().err
