@@ -40,7 +40,7 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v10"  # v10: phase 3 answers "none" for a statement that asks nothing of anyone
+EXTRACTION_PROMPT_VERSION = "extract-v11"  # v11: phase 3 names the violating element as a noun phrase; the condition is "the input contains ..."
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
@@ -128,20 +128,22 @@ def decomposition_messages(*, domain: str, spans: Sequence[dict[str, Any]]) -> l
 
 _OPER_SYSTEM = (
     """You turn atomic {domain} statements into rules that a checker applies to one task input at a time; here a task input is {task_input}.
-A rule fires on a task input that does not follow its statement, and its action says how to fix that input. For each statement write:
-- "violation": what a task input that breaks the statement shows, starting with "the input". It must be checkable by reading that input alone and say when the rule applies, not only its topic. For a prohibition ("never X", "X is forbidden") the input does X; for a requirement ("always Y") the input lacks Y where Y is needed; for a preference ("use A rather than B") the input uses B. Never describe an input that already follows the statement.
+A rule fires on a task input that breaks its statement, and its action says how to fix that input. For each statement write:
+- "violation": a noun phrase naming what a breaking task input contains: the thing a reader would point at. It must be visible by reading that input alone. For a prohibition ("never X", "X is forbidden") name X itself; for a requirement ("every Z must have Y") name a Z without Y; for a preference ("use A rather than B") name the B. Name something that is there to see, never only what is missing: "a table without a caption", not "no caption". Give no reason and no remedy in it.
 - "action": one concrete change to the task input that makes it follow the statement. A vague goal such as "improve", "ensure quality" or "make it appropriate" is not an action.
 - "rule_name": 3 to 8 words that name the violation and tell the rule apart from its neighbours.
 - "category_tags": 1 to 3 short lower-case words naming the rule's subject.
-Write about the task input itself, never about the statement's wording. If a statement asks nothing of anyone (it only tells history, describes people or explains), write "violation": "none" for it.
+If a statement asks nothing of anyone (it only tells history, describes people or explains), write "violation": "none" for it.
 
-Three examples from other domains, to show the shift from statement to rule (do not reuse their wording):
-Task input: a request to let someone into the office. Statement: "Visitors must be signed in before they enter the office."
-Rule: {{"violation": "the input asks to let in a visitor who has not signed in at reception", "action": "direct the visitor to sign in at reception before letting them in", "rule_name": "visitor entering unsigned", "category_tags": ["visitors", "access"]}}
-Task input: one sentence of an encyclopedia article. Statement: "Articles must not take sides in a dispute."
-Rule: {{"violation": "the input states an evaluative judgement in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "rule_name": "unattributed evaluative wording", "category_tags": ["neutrality", "attribution"]}}
-Task input: a product description. Statement: "Give sizes in metric units rather than in inches."
-Rule: {{"violation": "the input gives a size in inches", "action": "convert the size to centimetres and give it in centimetres", "rule_name": "size given in inches", "category_tags": ["units"]}}
+Four examples from other domains, to show the shift from statement to rule (do not reuse their wording):
+Statement: "Visitors must be signed in before they enter the office."
+Rule: {{"violation": "a visitor let into the office without signing in at reception", "action": "have the visitor sign in at reception before letting them in", "rule_name": "visitor admitted without signing in", "category_tags": ["visitors", "access"]}}
+Statement: "Articles must not take sides in a dispute."
+Rule: {{"violation": "an evaluative judgement stated in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "rule_name": "unattributed evaluative wording", "category_tags": ["neutrality", "attribution"]}}
+Statement: "Give sizes in metric units rather than in inches."
+Rule: {{"violation": "a size given in inches", "action": "convert the size to centimetres and give it in centimetres", "rule_name": "size given in inches", "category_tags": ["units"]}}
+Statement: "Every invoice must show the customer's tax number."
+Rule: {{"violation": "an invoice that does not show the customer's tax number", "action": "add the customer's tax number to the invoice", "rule_name": "invoice missing customer tax number", "category_tags": ["invoices", "tax"]}}
 """
     + _JSON_ONLY
 )
@@ -149,7 +151,7 @@ Rule: {{"violation": "the input gives a size in inches", "action": "convert the 
 _OPER_USER = """Statements to turn into rules:
 {units}
 
-Return {{"rules": [{{"atomic_id": "<atomic_id>", "violation": "the input ...", "action": "...", "rule_name": "...", "category_tags": ["..."]{rich}}}]}} with exactly one rule per statement, in the order given."""
+Return {{"rules": [{{"atomic_id": "<atomic_id>", "violation": "<noun phrase>", "action": "...", "rule_name": "...", "category_tags": ["..."]{rich}}}]}} with exactly one rule per statement, in the order given."""
 
 
 def operationalisation_messages(

@@ -19,7 +19,13 @@ from langchain_tag.extraction.decomposition import AtomicUnit
 from langchain_tag.parsing import local_ids, parse_json_items
 from langchain_tag.prompts import operationalisation_messages
 
-__all__ = ["RuleDraft", "collect_rules", "operationalisation_calls", "unoperationalised_draft"]
+__all__ = [
+    "RuleDraft",
+    "collect_rules",
+    "operationalisation_calls",
+    "unoperationalised_draft",
+    "violation_condition",
+]
 
 # The reply is {"rules": [...]}; items that are not objects are dropped.
 _parse = functools.partial(parse_json_items, key="rules")
@@ -28,6 +34,7 @@ RuleDraft = dict[str, Any]
 """Rule fields from the model, before ids and provenance are assigned."""
 
 _NO_VIOLATION = frozenset({"none", "n/a", "no violation", "nothing"})
+_ABOUT_INPUT = re.compile(r"(?i)(the|this|an?) (task )?input\b")
 _WORDS = re.compile(r"[A-Za-z0-9][\w'-]*")
 
 
@@ -67,14 +74,30 @@ def _extra_value(value: Any) -> Any:
     return str(value).strip()
 
 
+def violation_condition(violation: str) -> str:
+    """The rule's condition from phase 3's violation: ``"the input contains <noun phrase>"``.
+
+    A violation already written as a statement about the input (``"the input
+    uses ..."``) is kept as it is.
+    """
+    text = " ".join(violation.split()).rstrip(".")
+    if _ABOUT_INPUT.match(text):
+        return text[0].lower() + text[1:]
+    first = text.split()[0]
+    if not any(c.isupper() for c in first[1:]):  # keep acronyms and names as written: "API", "UTF-8", "McDonald"
+        text = text[0].lower() + text[1:]
+    return f"the input contains {text}"
+
+
 def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = ()) -> RuleDraft | None:
     name = str(raw.get("rule_name") or "").strip()
-    # Prompts ask for the "violation" (what an input that breaks the statement shows): the rule's condition.
-    condition = str(raw.get("violation") or raw.get("condition") or "").strip()
+    # Prompts ask for the "violation": a noun phrase naming what a breaking input contains.
+    violation = str(raw.get("violation") or "").strip()
+    condition = violation_condition(violation) if violation else str(raw.get("condition") or "").strip()
     action = str(raw.get("action") or "").strip()
     if not (name and condition and action):
         return None
-    if condition.strip(" .\"'").lower() in _NO_VIOLATION:
+    if (violation or condition).strip(" .\"'").lower() in _NO_VIOLATION:
         return {"no_rule": True}
     draft: RuleDraft = {
         "rule_name": name,

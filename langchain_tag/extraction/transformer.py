@@ -28,7 +28,8 @@ from langchain_tag.extraction.operationalisation import (
 )
 from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
 from langchain_tag.extraction.sections import Section, split_sections, split_sentences
-from langchain_tag.extraction.span_detection import Span, paragraph_spans, span_calls, spans_from_labels
+from langchain_tag.extraction.normativity import veto_uncued_labels
+from langchain_tag.extraction.span_detection import NORMATIVE_TYPES, Span, paragraph_spans, span_calls, spans_from_labels
 from langchain_tag.extraction.store import ExtractionStore, open_store
 from langchain_tag.extraction.verification import (
     independence_ratio,
@@ -89,6 +90,11 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         retry_backoff: Base delay (seconds, exponential, with jitter) before
             resending requests that raised, when the model's own client does
             not retry them (see :mod:`langchain_tag.faults`).
+        check_normativity: After phase 1, read as background every sentence
+            labelled normative that has no modal, deontic or imperative
+            wording and reads as a statement of fact
+            (:mod:`langchain_tag.extraction.normativity`); each such veto is
+            noted in the report.
 
     After :meth:`transform_documents`, ``last_result`` holds the full
     :class:`~langchain_tag.extraction.report.ExtractionResult` (rules, report,
@@ -116,6 +122,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         callbacks: Callbacks = None,
         store: ExtractionStore | str | Path | None = None,
         retry_backoff: float = 1.0,
+        check_normativity: bool = True,
     ) -> None:
         skip = tuple(sorted(set(skip_phases)))
         unknown = [p for p in skip if p not in PHASES]
@@ -143,6 +150,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         self.callbacks = callbacks
         self.store = open_store(store)
         self.retry_backoff = retry_backoff
+        self.check_normativity = check_normativity
         self.last_result: ExtractionResult | None = None
 
     # ------------------------------------------------------------------ API
@@ -270,6 +278,11 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             located = []
             for section, found in zip(sections, sentences, strict=True):
                 labels = next(replies) if found else None
+                if labels is not None and self.check_normativity:
+                    text = texts[section.document_id]
+                    labels = veto_uncued_labels(
+                        [text[a:b] for a, b in found], labels, NORMATIVE_TYPES, where=section.section_id, notes=notes
+                    )
                 located.append(spans_from_labels(section, found, labels, notes=notes) if labels is not None else [])
         spans: list[Span] = []
         for section, found in zip(sections, located, strict=True):

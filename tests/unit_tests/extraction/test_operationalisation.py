@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from langchain_tag.extraction.decomposition import AtomicUnit
 from langchain_tag.extraction.operationalisation import collect_rules, unoperationalised_draft
 
@@ -72,10 +74,25 @@ def test_the_violation_is_the_rules_condition_and_the_prompt_asks_for_it() -> No
     from langchain_tag.testing import prompt_text
 
     text = prompt_text(operationalisation_messages(domain="d", units=[{"atomic_id": "A-001", "text": "t"}]))
-    assert '"violation": "the input ..."' in text and "Never describe an input that already follows" in text
+    assert '"violation": "<noun phrase>"' in text and "never only what is missing" in text
     raw = [{"atomic_id": "A-001", "rule_name": "n", "violation": "the input uses B", "action": "use A"}]
     found, _ = collect_rules(UNITS[:1], raw, notes=[])
     assert found[0][1]["condition"] == "the input uses B"
+
+
+@pytest.mark.parametrize(
+    ("violation", "condition"),
+    [
+        ("a bare `except:` clause.", "the input contains a bare `except:` clause"),
+        ("A size given in inches", "the input contains a size given in inches"),
+        ("API key  in a string literal", "the input contains API key in a string literal"),
+        ("The input calls print", "the input calls print"),
+    ],
+)
+def test_a_noun_phrase_violation_becomes_a_condition_on_what_the_input_contains(violation: str, condition: str) -> None:
+    raw = [{"atomic_id": "A-001", "rule_name": "n", "violation": violation, "action": "fix it"}]
+    found, _ = collect_rules(UNITS[:1], raw, notes=[])
+    assert found[0][1]["condition"] == condition
 
 
 def test_a_statement_that_asks_nothing_gets_no_rule_and_is_not_missing() -> None:
