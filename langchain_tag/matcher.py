@@ -130,6 +130,12 @@ class MatchResult:
         return sum(j.completion_tokens for j in self.judgments)
 
 
+def _usable(hit: CachedVerdict) -> bool:
+    """Whether a cached verdict can be served: a probability, if stored, is a number within [0, 1]."""
+    p = hit.probability
+    return p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0.0 <= p <= 1.0)
+
+
 def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
     """Return the judge prompt for a registry name or pass one through.
 
@@ -366,7 +372,7 @@ class PairwiseJudge:
             )
             keys.append(key)
             hit = self.cache.get(key)
-            if hit is None:
+            if hit is None or not _usable(hit):
                 pending.append(index)
                 continue
             judgment = judgments[index]

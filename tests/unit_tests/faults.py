@@ -51,6 +51,23 @@ FAULTS: dict[str, Callable[[], BaseException]] = {
 }
 
 
+MALFORMED_LOGPROBS: dict[str, object] = {
+    "list of strings": ["YES"],
+    "list of null": [None],
+    "string content": "abc",
+    "logprob a string": [{"token": "YES", "logprob": "abc"}],
+    "logprob 1000": [{"token": "YES", "logprob": 1000}],
+    "logprob NaN": [{"token": "YES", "logprob": float("nan")}],
+    "logprob NaN in top": [
+        {"token": "YES", "logprob": -0.1, "top_logprobs": [{"token": "NO", "logprob": float("nan")}]}
+    ],
+    "logprob missing": [{"token": "YES"}],
+    "token not a string": [{"token": None, "logprob": -0.1}],
+    "top not a list": [{"token": "YES", "logprob": -0.1, "top_logprobs": "YES"}],
+}
+"""``logprobs["content"]`` values a broken server sent: each must be a failed judgment, never a verdict or a crash."""
+
+
 def injecting(
     base: Callable[[str], Reply],
     *,

@@ -6,6 +6,7 @@ import random
 
 import httpx2
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_openai import ChatOpenAI
 
@@ -17,7 +18,7 @@ from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
-from tests.unit_tests.faults import FAULTS, injecting
+from tests.unit_tests.faults import FAULTS, MALFORMED_LOGPROBS, injecting
 
 
 def _verdicts(text: str) -> str:
@@ -174,3 +175,17 @@ def test_over_long_input_is_refused_before_any_call(rules: list[Rule]) -> None:
     retriever = ApplicabilityRetriever(llm=llm, rules=rules, context_tokens=2000, cache=None)
     with pytest.raises(InputTooLongError):
         retriever.invoke("word " * 3000)
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED_LOGPROBS))
+async def test_malformed_logprobs_are_failed_judgments_counted_no_and_reported(kind: str, rules: list[Rule]) -> None:
+    def respond(text: str) -> str | AIMessage:
+        if judged_rule_id(text) != "R-001":
+            return _verdicts(text)
+        return AIMessage(content="YES", response_metadata={"logprobs": {"content": MALFORMED_LOGPROBS[kind]}})
+
+    judge = PairwiseJudge(FakeChatModel(respond=respond), retry_backoff=0.0)
+    for result in (judge.judge("q", rules), await judge.ajudge("q", rules)):
+        assert [j.rule_id for j in result.matched] == ["R-004"]
+        assert [(j.rule_id, j.attempts, j.applies) for j in result.failed] == [("R-001", 2, False)]
+        assert "malformed logprobs" in (result.failed[0].error or "")
