@@ -70,9 +70,21 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def client_retries(llm: Any) -> int:
-    """How many times the model's own client retries a transport fault (0 if it does not)."""
+    """How many times the model's own client retries a transport fault (0 if it does not).
+
+    ``max_retries=None`` on ``ChatOpenAI`` does not mean "no retries": the
+    OpenAI client it wraps then uses its own default (2), which is read from
+    that client (``root_client.max_retries``) where the model exposes it.
+    """
     value = getattr(llm, "max_retries", None)
-    return value if isinstance(value, int) and value > 0 else 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(value, 0)
+    if value is None and hasattr(llm, "max_retries"):
+        for client in (getattr(llm, "root_client", None), getattr(llm, "client", None)):
+            inner = getattr(client, "max_retries", None)
+            if isinstance(inner, int) and not isinstance(inner, bool):
+                return max(inner, 0)
+    return 0
 
 
 def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:

@@ -18,7 +18,7 @@ from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
-from tests.unit_tests.faults import FAULTS, MALFORMED_LOGPROBS, injecting
+from tests.unit_tests.faults import FAULTS, MALFORMED_LOGPROBS, CountingEndpoint, completion, injecting
 
 
 def _verdicts(text: str) -> str:
@@ -107,17 +107,7 @@ def test_openai_client_recovers_from_503(rules: list[Rule]) -> None:
         count["n"] += 1
         if count["n"] == 1:
             return httpx2.Response(503, headers={"retry-after-ms": "1"}, json={"error": {"message": "overloaded"}})
-        return httpx2.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "judge-test",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "YES"}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-            },
-        )
+        return completion("YES")
 
     result = PairwiseJudge(_openai_judge(handler)).judge("q", rules[:1])
     assert [j.rule_id for j in result.matched] == ["R-001"] and count["n"] == 2
@@ -189,3 +179,17 @@ async def test_malformed_logprobs_are_failed_judgments_counted_no_and_reported(k
         assert [j.rule_id for j in result.matched] == ["R-004"]
         assert [(j.rule_id, j.attempts, j.applies) for j in result.failed] == [("R-001", 2, False)]
         assert "malformed logprobs" in (result.failed[0].error or "")
+
+
+@pytest.mark.parametrize("fault", ["429", "garbage"])
+def test_requests_per_pair_for_each_fault_class_with_a_default_chat_openai(fault: str, rules: list[Rule]) -> None:
+    endpoint = CountingEndpoint(lambda text: 429 if fault == "429" else "Yes, no.")
+    model = endpoint.model()  # max_retries=None: the OpenAI client's own default of 2 retries applies
+    assert model.max_retries is None and client_retries(model) == 2
+    if fault == "429":
+        with pytest.raises(ProviderError):
+            PairwiseJudge(model, retry_backoff=0.0).judge("q", rules)
+    else:
+        assert len(PairwiseJudge(model, retry_backoff=0.0).judge("q", rules).failed) == 5
+    # A 429 is retried by the client only (1 + 2); garbage by the matcher only (1 + 1).
+    assert set(endpoint.requests.values()) == {3 if fault == "429" else 2}
