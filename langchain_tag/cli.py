@@ -23,6 +23,9 @@ from langchain_tag.prompts import EXECUTOR_PROMPTS, JUDGE_PROMPTS
 
 __all__ = ["main"]
 
+EXIT_JUDGMENTS_FAILED = 3
+"""Exit status of ``match`` when some judgments failed (unreadable replies or provider errors counted as NO)."""
+
 COMMANDS_GROUP = "langchain_tag.commands"
 """Entry-point group of extra subcommands: each is ``add_parser(subparsers)`` (e.g. the benchmark's ``bench``)."""
 
@@ -109,6 +112,11 @@ def _cmd_match(args: argparse.Namespace) -> int:
             f"{', ' + str(len(result.failed)) + ' unreadable replies counted NO' if result.failed else ''})",
             file=sys.stderr,
         )
+    if result.failed:
+        ids = ", ".join(j.rule_id for j in result.failed)
+        failed = f"{len(result.failed)} of {len(result.judgments)} judgments failed"
+        print(f"langchain-tag: {failed} and were counted NO: {ids}", file=sys.stderr)
+        return EXIT_JUDGMENTS_FAILED
     return 0
 
 
