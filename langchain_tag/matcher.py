@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_tag.calibration import Calibration, default_calibration, logit
-from langchain_tag.errors import InputTooLongError, ProviderError
+from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError
 from langchain_tag.faults import (
     backoff_delay,
     client_retries,
@@ -179,6 +179,9 @@ class PairwiseJudge:
             is refused with :class:`InputTooLongError` before any call; the
             input is never truncated, since a cut input could change verdicts
             silently. ``None`` skips the check.
+        strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError`
+            when any judgment failed after its last attempt, instead of
+            counting it as NO with a logged warning.
     """
 
     def __init__(
@@ -194,6 +197,7 @@ class PairwiseJudge:
         retry_backoff: float = 0.5,
         context_tokens: int | None = None,
         calibration: Calibration | Literal["default"] | None = "default",
+        strict: bool = False,
     ) -> None:
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
@@ -210,6 +214,7 @@ class PairwiseJudge:
         self.cache = cache
         self.retry_backoff = retry_backoff
         self.context_tokens = context_tokens
+        self.strict = strict
         self._model: str | None = None
         self._calibration = calibration
         self._references: dict[str, float] = {}
@@ -228,6 +233,7 @@ class PairwiseJudge:
             ProviderError: When every call raised (nothing could be judged).
             InputTooLongError: When ``context_tokens`` is set and a prompt
                 would not fit in it.
+            JudgmentsFailedError: With ``strict``, when any judgment failed.
         """
         judgments, pending, keys = self._start(query, rules)
         for attempt in range(1, self.max_attempts + 1):
@@ -248,7 +254,7 @@ class PairwiseJudge:
                 missing = self._missing_references(reference, rules)
                 if missing:
                     self._store_references(reference, missing, self._raw(reference).judge(reference, missing))
-        return self._calibrate(result, rules)
+        return self._settle(self._calibrate(result, rules))
 
     async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`judge`."""
@@ -272,7 +278,7 @@ class PairwiseJudge:
                 if missing:
                     found = await self._raw(reference).ajudge(reference, missing)
                     self._store_references(reference, missing, found)
-        return self._calibrate(result, rules)
+        return self._settle(self._calibrate(result, rules))
 
     @property
     def calibration(self) -> Calibration | None:
@@ -340,6 +346,19 @@ class PairwiseJudge:
         mean = sum(known) / len(known)
         spread = (sum((v - mean) ** 2 for v in known) / (len(known) - 1)) ** 0.5 if len(known) > 1 else None
         return mean, spread
+
+    def _settle(self, result: MatchResult) -> MatchResult:
+        """Return a finished result, or with ``strict`` raise when some judgment failed."""
+        failed = result.failed
+        if self.strict and failed:
+            ids = [j.rule_id for j in failed]
+            raise JudgmentsFailedError(
+                f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
+                f"after {self.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
+                failed_rule_ids=ids,
+                result=result,
+            )
+        return result
 
     def _calibrate(self, result: MatchResult, rules: Sequence[Rule]) -> MatchResult:
         """Score each judgment and decide it against the threshold."""
@@ -438,12 +457,14 @@ class PairwiseJudge:
                     f"all {len(judgments)} judgments failed calling {describe_model(self.llm)}; "
                     f"last: judgment of rule {last.rule_id} after {last.attempts} attempt(s): {last.error}"
                 )
-            logger.warning(
-                "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s",
-                len(failed),
-                len(judgments),
-                describe_model(self.llm),
-                self.max_attempts,
-                ", ".join(f"{j.rule_id} ({j.error})" for j in failed[:5]),
-            )
+            if not self.strict:
+                logger.warning(
+                    "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s; first: %s",
+                    len(failed),
+                    len(judgments),
+                    describe_model(self.llm),
+                    self.max_attempts,
+                    ", ".join(j.rule_id for j in failed),
+                    "; ".join(f"{j.rule_id} ({j.error})" for j in failed[:3]),
+                )
         return result
