@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from typing_extensions import override
 
+from langchain_tag.faults import redact_urls
 from langchain_tag.graph import MODES
 from langchain_tag.prompts import EXECUTOR_PROMPTS, JUDGE_PROMPTS
 
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        message = " ".join(str(exc).split()) or type(exc).__name__
+        message = redact_urls(" ".join(str(exc).split())) or type(exc).__name__
         print(f"langchain-tag: error: {message}", file=sys.stderr)
         return 1
     return int(code or 0)

@@ -125,6 +125,23 @@ def test_provider_down_is_one_line_naming_provider(
     assert "all 5 judgments failed calling FakeChatModel" in err and len(err.strip().splitlines()) == 1
 
 
+def test_credentials_in_urls_are_not_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, rules: list[Rule]
+) -> None:
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    monkeypatch.setenv("LANGCHAIN_TAG_PROVIDER", "openai")
+    monkeypatch.setenv("LANGCHAIN_TAG_BASE_URL", "https://bob:hunter2@llm.example.test/v1?api-key=s3cr3t")
+    monkeypatch.delenv("LANGCHAIN_TAG_MODEL", raising=False)
+    assert main(["match", "x", "--rules", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "LANGCHAIN_TAG_MODEL must name" in err and "hunter2" not in err and "s3cr3t" not in err
+    refused = ConnectionError("cannot reach https://bob:hunter2@llm.example.test/v1?token=s3cr3t")
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=lambda t: refused))
+    assert main(["match", "x", "--rules", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "llm.example.test" in err and "hunter2" not in err and "s3cr3t" not in err
+
+
 @pytest.mark.parametrize("as_json", [True, False])
 def test_match_exits_3_with_a_summary_when_judgments_failed(
     as_json: bool,
