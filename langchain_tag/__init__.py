@@ -10,6 +10,7 @@ actions (:func:`build_tag_graph`).
 from langchain_tag.errors import (
     DocumentLoadError,
     InputTooLongError,
+    JudgmentsFailedError,
     MissingExtraError,
     ParseError,
     ProviderError,
@@ -35,6 +36,7 @@ __all__ = [
     "InMemoryVerdictCache",
     "InputTooLongError",
     "Judgment",
+    "JudgmentsFailedError",
     "MatchResult",
     "MissingExtraError",
     "PairwiseJudge",

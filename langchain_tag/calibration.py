@@ -354,7 +354,7 @@ DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
         reference_inputs=("N/A", ""),
         threshold=0.34,
         model="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        prompt_version="judge-applicability-v4",
+        prompt_version="judge-applicability-v5",  # fitted with v4; v5 differs only on fence-like lines
         note="Qwen2.5-Coder-1.5B default: per-rule content-free reference, Platt fit on development data",
     ),
 }

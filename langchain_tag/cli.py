@@ -18,10 +18,14 @@ from typing import Any, NoReturn
 
 from typing_extensions import override
 
+from langchain_tag.faults import redact_urls
 from langchain_tag.graph import MODES
 from langchain_tag.prompts import EXECUTOR_PROMPTS, JUDGE_PROMPTS
 
 __all__ = ["main"]
+
+EXIT_JUDGMENTS_FAILED = 3
+"""Exit status of ``match`` when some judgments failed (unreadable replies or provider errors counted as NO)."""
 
 COMMANDS_GROUP = "langchain_tag.commands"
 """Entry-point group of extra subcommands: each is ``add_parser(subparsers)`` (e.g. the benchmark's ``bench``)."""
@@ -109,6 +113,11 @@ def _cmd_match(args: argparse.Namespace) -> int:
             f"{', ' + str(len(result.failed)) + ' unreadable replies counted NO' if result.failed else ''})",
             file=sys.stderr,
         )
+    if result.failed:
+        ids = ", ".join(j.rule_id for j in result.failed)
+        failed = f"{len(result.failed)} of {len(result.judgments)} judgments failed"
+        print(f"langchain-tag: {failed} and were counted NO: {ids}", file=sys.stderr)
+        return EXIT_JUDGMENTS_FAILED
     return 0
 
 
@@ -262,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        message = " ".join(str(exc).split()) or type(exc).__name__
+        message = redact_urls(" ".join(str(exc).split())) or type(exc).__name__
         print(f"langchain-tag: error: {message}", file=sys.stderr)
         return 1
     return int(code or 0)

@@ -9,9 +9,15 @@ working.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langchain_tag.matcher import MatchResult
+
 __all__ = [
     "DocumentLoadError",
     "InputTooLongError",
+    "JudgmentsFailedError",
     "MissingExtraError",
     "ParseError",
     "ProviderError",
@@ -30,6 +36,25 @@ class ProviderError(TagError, RuntimeError):
     The message names the provider (class, model, endpoint) and the call
     (extraction phase and item, or the rule being judged).
     """
+
+
+class JudgmentsFailedError(TagError, RuntimeError):
+    """Some judgments failed (unreadable replies or provider errors) and ``strict=True`` was asked for.
+
+    Without ``strict`` these judgments are counted as NO, logged as a warning
+    and reported in the result; with it the call raises this instead, so a
+    verdict that was never read cannot pass for a NO.
+
+    Attributes:
+        failed_rule_ids: The rules whose judgment failed, in rule order.
+        result: The whole match result (matched rules, failed judgments with
+            their errors, token counts).
+    """
+
+    def __init__(self, message: str, *, failed_rule_ids: list[str], result: MatchResult) -> None:
+        super().__init__(message)
+        self.failed_rule_ids = failed_rule_ids
+        self.result = result
 
 
 class ParseError(TagError, ValueError):

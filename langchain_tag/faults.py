@@ -15,13 +15,17 @@ Retry layering (one layer per kind of fault, so retries never multiply):
   ``max_attempts`` (a second request at once: there is nothing to wait for).
 
 After the last attempt the error names the provider (class, model, endpoint)
-and the call (extraction phase and item, or the rule being judged).
+and the call (extraction phase and item, or the rule being judged). Every URL
+printed is passed through :func:`redact_url` first: credentials in a base URL
+(``user:pass@``, ``?api-key=...``) never reach an error message or a log.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
     "backoff_delay",
@@ -31,7 +35,45 @@ __all__ = [
     "is_transient",
     "model_identity",
     "model_name_and_endpoint",
+    "redact_url",
+    "redact_urls",
 ]
+
+REDACTED = "***"
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session", re.IGNORECASE)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>.,;:!?)\]]")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its credentials masked: the user info (``user:pass@``) and secret-looking query values.
+
+    A query parameter is secret when its name mentions a key, token, secret,
+    password, auth, signature, credential or session (``api-key``, ``key``,
+    ``access_token``, ``sig``, ...). Other parts are kept, so the endpoint
+    stays recognisable. A string that is not a URL is returned unchanged.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = "&".join(_redact_param(p) for p in parts.query.split("&")) if parts.query else ""
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _redact_param(param: str) -> str:
+    name, sep, _ = param.partition("=")
+    return f"{name}={REDACTED}" if sep and _SECRET_PARAM.search(unquote(name)) else param
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with every URL in it passed through :func:`redact_url`."""
+    return _URL.sub(lambda m: redact_url(m.group(0)), text)
+
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _TRANSIENT_NAMES = frozenset(
@@ -70,19 +112,31 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def client_retries(llm: Any) -> int:
-    """How many times the model's own client retries a transport fault (0 if it does not)."""
+    """How many times the model's own client retries a transport fault (0 if it does not).
+
+    ``max_retries=None`` on ``ChatOpenAI`` does not mean "no retries": the
+    OpenAI client it wraps then uses its own default (2), which is read from
+    that client (``root_client.max_retries``) where the model exposes it.
+    """
     value = getattr(llm, "max_retries", None)
-    return value if isinstance(value, int) and value > 0 else 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(value, 0)
+    if value is None and hasattr(llm, "max_retries"):
+        for client in (getattr(llm, "root_client", None), getattr(llm, "client", None)):
+            inner = getattr(client, "max_retries", None)
+            if isinstance(inner, int) and not isinstance(inner, bool):
+                return max(inner, 0)
+    return 0
 
 
 def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
-    """A chat model's model name and base URL, where it exposes them (``ChatOpenAI`` and alike)."""
+    """A chat model's model name and base URL (credentials redacted), where exposed (``ChatOpenAI`` and alike)."""
     name = next(
         (v for v in (getattr(llm, a, None) for a in ("model_name", "model")) if isinstance(v, str) and v),
         None,
     )
     base_url = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
-    return name, base_url if isinstance(base_url, str) and base_url else None
+    return name, redact_url(base_url) if isinstance(base_url, str) and base_url else None
 
 
 def model_identity(llm: Any) -> str:
@@ -113,8 +167,8 @@ def describe_model(llm: Any) -> str:
 
 
 def describe_error(exc: BaseException, limit: int = 300) -> str:
-    """``"ErrorClass: message"`` on one line, cut to ``limit`` characters."""
-    message = " ".join(str(exc).split())
+    """``"ErrorClass: message"`` on one line, URLs redacted, cut to ``limit`` characters."""
+    message = redact_urls(" ".join(str(exc).split()))
     if len(message) > limit:
         message = message[:limit] + "..."
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -76,6 +76,7 @@ def make_retriever(
     predicate: str | JudgePrompt = "applicability",
     threshold: float | None = None,
     max_concurrency: int = 8,
+    strict: bool = False,
 ) -> tuple[BaseRetriever | None, UnitKind]:
     """The retriever of one mode and the kind of unit it returns: the single place modes are built.
 
@@ -90,6 +91,8 @@ def make_retriever(
         predicate: Judge prompt of the ``tag`` mode.
         threshold: Calibrated-score threshold of the judged modes (None: the calibration's, else 0.5).
         max_concurrency: Most judgments in flight.
+        strict: Judged modes raise :class:`~langchain_tag.errors.JudgmentsFailedError`
+            when a judgment failed, instead of counting it as NO.
 
     Returns:
         ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and
@@ -106,7 +109,7 @@ def make_retriever(
         if not rules:
             return None, "rules"
         cls = ApplicabilityRetriever if mode == "tag" else RelevanceRetriever
-        kwargs: dict[str, Any] = {"threshold": threshold, "max_concurrency": max_concurrency}
+        kwargs: dict[str, Any] = {"threshold": threshold, "max_concurrency": max_concurrency, "strict": strict}
         if mode == "tag":
             kwargs["predicate"] = predicate
         return cls(llm=judge_llm, rules=list(rules), **kwargs), "rules"
@@ -148,6 +151,7 @@ class _Pipeline:
         max_concurrency: int,
         retriever: BaseRetriever | None = None,
         unit_kind: UnitKind = "rules",
+        strict: bool = False,
     ) -> None:
         self.llm = llm
         self.judge_llm = judge_llm or llm
@@ -162,6 +166,7 @@ class _Pipeline:
         self.max_concurrency = max_concurrency
         self.retriever = retriever
         self.unit_kind = unit_kind
+        self.strict = strict
         self.executor = executor_chain(llm, domain=domain)
         self._similarity: Any = None
 
@@ -198,6 +203,7 @@ class _Pipeline:
             predicate=self.judge_predicate,
             threshold=self.threshold,
             max_concurrency=self.max_concurrency,
+            strict=self.strict,
         )
 
     def _rules(self, state: TagState) -> list[Document]:
@@ -241,6 +247,7 @@ def build_tag_graph(
     checkpointer: Any = None,
     retriever: BaseRetriever | None = None,
     unit_kind: UnitKind = "rules",
+    strict: bool = False,
 ) -> CompiledStateGraph:
     """Compile the extract -> retrieve -> execute graph.
 
@@ -266,6 +273,10 @@ def build_tag_graph(
             :class:`ApplicabilityRetriever`, reused across calls so its
             verdict cache applies); other modes per call still work.
         unit_kind: What ``retriever`` returns: ``"rules"`` or ``"chunks"``.
+        strict: The judged modes raise
+            :class:`~langchain_tag.errors.JudgmentsFailedError` when a
+            judgment failed (the graph run fails) instead of counting it as
+            NO; does not apply to a ``retriever`` you pass (set it there).
 
     Returns:
         A compiled graph; ``graph.invoke({"input": ...})`` returns the state with
@@ -289,6 +300,7 @@ def build_tag_graph(
         max_concurrency=max_concurrency,
         retriever=retriever,
         unit_kind=unit_kind,
+        strict=strict,
     )
     graph = StateGraph(TagState)
     graph.add_node("retrieve", RunnableLambda(pipeline.retrieve, afunc=pipeline.aretrieve, name="retrieve"))

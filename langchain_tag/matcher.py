@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_tag.calibration import Calibration, default_calibration, logit
-from langchain_tag.errors import InputTooLongError, ProviderError
+from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError
 from langchain_tag.faults import (
     backoff_delay,
     client_retries,
@@ -38,15 +39,42 @@ from langchain_tag.rules import Rule
 from langchain_tag.verdict_cache import CachedVerdict, VerdictCache, verdict_key
 
 __all__ = [
+    "CONTEXT_TOKENS_ENV",
     "InputTooLongError",
     "Judgment",
     "MatchResult",
     "PairwiseJudge",
+    "context_tokens_from_env",
     "estimate_tokens",
     "resolve_judge_prompt",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+CONTEXT_TOKENS_ENV = "LANGCHAIN_TAG_CONTEXT_TOKENS"
+"""Environment variable giving the judge model's context window when a judge is built without ``context_tokens``."""
+
+
+def context_tokens_from_env(environ: Mapping[str, str] | None = None) -> int | None:
+    """The context window set in ``LANGCHAIN_TAG_CONTEXT_TOKENS``, or ``None`` when it is unset or empty.
+
+    Args:
+        environ: Mapping to read instead of ``os.environ``.
+
+    Raises:
+        ValueError: When it is set to anything but a positive integer.
+    """
+    raw = (os.environ if environ is None else environ).get(CONTEXT_TOKENS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{CONTEXT_TOKENS_ENV} must be an integer, got {raw!r}.") from None
+    if value < 1:
+        raise ValueError(f"{CONTEXT_TOKENS_ENV} must be positive, got {value}.")
+    return value
 
 
 def estimate_tokens(text: str) -> int:
@@ -130,6 +158,12 @@ class MatchResult:
         return sum(j.completion_tokens for j in self.judgments)
 
 
+def _usable(hit: CachedVerdict) -> bool:
+    """Whether a cached verdict can be served: a probability, if stored, is a number within [0, 1]."""
+    p = hit.probability
+    return p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0.0 <= p <= 1.0)
+
+
 def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
     """Return the judge prompt for a registry name or pass one through.
 
@@ -172,7 +206,11 @@ class PairwiseJudge:
             whose prompt (estimated by :func:`estimate_tokens`) would not fit
             is refused with :class:`InputTooLongError` before any call; the
             input is never truncated, since a cut input could change verdicts
-            silently. ``None`` skips the check.
+            silently. ``None`` takes ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when it
+            is set (:func:`context_tokens_from_env`), else skips the check.
+        strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError`
+            when any judgment failed after its last attempt, instead of
+            counting it as NO with a logged warning.
     """
 
     def __init__(
@@ -188,6 +226,7 @@ class PairwiseJudge:
         retry_backoff: float = 0.5,
         context_tokens: int | None = None,
         calibration: Calibration | Literal["default"] | None = "default",
+        strict: bool = False,
     ) -> None:
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
@@ -203,7 +242,8 @@ class PairwiseJudge:
         self.max_attempts = max_attempts
         self.cache = cache
         self.retry_backoff = retry_backoff
-        self.context_tokens = context_tokens
+        self.context_tokens = context_tokens if context_tokens is not None else context_tokens_from_env()
+        self.strict = strict
         self._model: str | None = None
         self._calibration = calibration
         self._references: dict[str, float] = {}
@@ -222,6 +262,7 @@ class PairwiseJudge:
             ProviderError: When every call raised (nothing could be judged).
             InputTooLongError: When ``context_tokens`` is set and a prompt
                 would not fit in it.
+            JudgmentsFailedError: With ``strict``, when any judgment failed.
         """
         judgments, pending, keys = self._start(query, rules)
         for attempt in range(1, self.max_attempts + 1):
@@ -242,7 +283,7 @@ class PairwiseJudge:
                 missing = self._missing_references(reference, rules)
                 if missing:
                     self._store_references(reference, missing, self._raw(reference).judge(reference, missing))
-        return self._calibrate(result, rules)
+        return self._settle(self._calibrate(result, rules))
 
     async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`judge`."""
@@ -266,7 +307,7 @@ class PairwiseJudge:
                 if missing:
                     found = await self._raw(reference).ajudge(reference, missing)
                     self._store_references(reference, missing, found)
-        return self._calibrate(result, rules)
+        return self._settle(self._calibrate(result, rules))
 
     @property
     def calibration(self) -> Calibration | None:
@@ -335,6 +376,19 @@ class PairwiseJudge:
         spread = (sum((v - mean) ** 2 for v in known) / (len(known) - 1)) ** 0.5 if len(known) > 1 else None
         return mean, spread
 
+    def _settle(self, result: MatchResult) -> MatchResult:
+        """Return a finished result, or with ``strict`` raise when some judgment failed."""
+        failed = result.failed
+        if self.strict and failed:
+            ids = [j.rule_id for j in failed]
+            raise JudgmentsFailedError(
+                f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
+                f"after {self.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
+                failed_rule_ids=ids,
+                result=result,
+            )
+        return result
+
     def _calibrate(self, result: MatchResult, rules: Sequence[Rule]) -> MatchResult:
         """Score each judgment and decide it against the threshold."""
         calibration = self.calibration
@@ -366,7 +420,7 @@ class PairwiseJudge:
             )
             keys.append(key)
             hit = self.cache.get(key)
-            if hit is None:
+            if hit is None or not _usable(hit):
                 pending.append(index)
                 continue
             judgment = judgments[index]
@@ -374,17 +428,42 @@ class PairwiseJudge:
             judgment.probability, judgment.reply, judgment.cached = hit.probability, hit.reply, True
         return judgments, pending, keys
 
+    def _needed_tokens(self, query: str, rule: Rule) -> int:
+        """The estimated size of one judge prompt, with a margin for the reply and message framing."""
+        return estimate_tokens("\n\n".join(str(m.content) for m in self.messages(query, rule))) + 16
+
     def _check_length(self, query: str, rules: Sequence[Rule]) -> None:
-        if self.context_tokens is None or not rules:
+        """Refuse a query whose prompts would not fit, naming what is too long: the input or a rule."""
+        context = self.context_tokens
+        if context is None or not rules:
             return
         longest = max(rules, key=lambda r: len(self.prompt.render_rule(r)))
-        needed = estimate_tokens("\n\n".join(str(m.content) for m in self.messages(query, longest))) + 16
-        if needed > self.context_tokens:
+        if self._needed_tokens(query, longest) <= context:
+            return
+        needed = {r.rule_id: self._needed_tokens(query, r) for r in rules}
+        over = [r for r in rules if needed[r.rule_id] > context]
+        alone = [r for r in over if self._needed_tokens("", r) > context]
+        limit = f"the judge model's context of {context} tokens"
+        if alone:
+            first = alone[0]
             raise InputTooLongError(
-                f"the input is about {estimate_tokens(query)} tokens ({len(query)} characters); with the judge "
-                f"prompt it needs about {needed} tokens, more than the judge model's context of "
-                f"{self.context_tokens} tokens: shorten or split the input"
+                f"rule {', '.join(r.rule_id for r in alone)} is too long: rule {first.rule_id} is about "
+                f"{estimate_tokens(self.prompt.render_rule(first))} tokens and with the judge prompt alone needs "
+                f"about {self._needed_tokens('', first)} tokens, more than {limit}: shorten the rule"
             )
+        if len(over) == len(rules):
+            raise InputTooLongError(
+                f"the input is too long: about {estimate_tokens(query)} tokens ({len(query)} characters); with the "
+                f"judge prompt and the shortest rule it needs about {min(needed.values())} tokens, more than "
+                f"{limit}: shorten or split the input"
+            )
+        first = over[0]
+        raise InputTooLongError(
+            f"the input (about {estimate_tokens(query)} tokens) together with rule "
+            f"{', '.join(r.rule_id for r in over)} is too long: with rule {first.rule_id} (about "
+            f"{estimate_tokens(self.prompt.render_rule(first))} tokens) it needs about {needed[first.rule_id]} "
+            f"tokens, more than {limit}; the other rules fit: shorten the input or these rules"
+        )
 
     def _absorb(self, judgments: list[Judgment], pending: list[int], replies: Sequence[Any]) -> tuple[list[int], bool]:
         """Record replies; return the indices that need another attempt, and whether a request raised."""
@@ -432,12 +511,14 @@ class PairwiseJudge:
                     f"all {len(judgments)} judgments failed calling {describe_model(self.llm)}; "
                     f"last: judgment of rule {last.rule_id} after {last.attempts} attempt(s): {last.error}"
                 )
-            logger.warning(
-                "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s",
-                len(failed),
-                len(judgments),
-                describe_model(self.llm),
-                self.max_attempts,
-                ", ".join(f"{j.rule_id} ({j.error})" for j in failed[:5]),
-            )
+            if not self.strict:
+                logger.warning(
+                    "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s; first: %s",
+                    len(failed),
+                    len(judgments),
+                    describe_model(self.llm),
+                    self.max_attempts,
+                    ", ".join(j.rule_id for j in failed),
+                    "; ".join(f"{j.rule_id} ({j.error})" for j in failed[:3]),
+                )
         return result

@@ -13,6 +13,7 @@ DeepSeek, vLLM prefix caching, llama.cpp KV reuse) can reuse.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -233,28 +234,57 @@ class JudgePrompt:
     json_reply: str
 
     def messages(self, query: str, rule: Rule, verdict_format: VerdictFormat = "token") -> list[BaseMessage]:
-        """Build the messages for one judgment: system, then input, then rule."""
+        """Build the messages for one judgment: system, then input, then rule.
+
+        The input sits between a ``<<<`` line and a ``>>>`` line
+        (:func:`fence_input` escapes any input line that could pass for either),
+        and every rule field is rendered on one line (:func:`one_line`), so
+        neither an input nor a rule can forge the end of the input block, a
+        rule block, the question or a system line.
+        """
         reply = _TOKEN_REPLY if verdict_format == "token" else self.json_reply
-        user = f"INPUT:\n<<<\n{query}\n>>>\n\nRULE:\n{self.render_rule(rule)}\n\n{self.question} {reply}"
+        user = f"INPUT:\n<<<\n{fence_input(query)}\n>>>\n\nRULE:\n{self.render_rule(rule)}\n\n{self.question} {reply}"
         return [SystemMessage(self.system), HumanMessage(user)]
+
+
+# An input line that could pass for a fence: ``<<<`` opening it, or ``>>>`` closing it.
+_FENCE_LIKE = re.compile(r"^([ \t]*)(?=<<<)|(>>>[ \t]*)$", re.MULTILINE)
+
+
+def fence_input(query: str) -> str:
+    """The input as placed inside the judge prompt's fence.
+
+    A backslash goes before a ``<<<`` that starts a line and before a ``>>>``
+    that ends one, so no input line can open or close the fence; everything
+    else (``>>>`` doctest prompts included) is left exactly as written, so an
+    ordinary input renders as it always did.
+    """
+    return _FENCE_LIKE.sub(lambda m: f"{m.group(1)}\\" if m.group(2) is None else f"\\{m.group(2)}", query)
+
+
+def one_line(text: str) -> str:
+    """A rule field on one line: runs of whitespace, newlines included, become one space."""
+    return " ".join(text.split())
 
 
 def _render_condition_rule(rule: Rule) -> str:
     # The condition comes first: a rule's name and tags can prime a small
-    # judge towards YES, so they follow as identification only.
-    tags = ", ".join(rule.category_tags) or "-"
-    return f'Condition: {rule.condition}\n(rule {rule.rule_id}, "{rule.rule_name}"; tags: {tags})'
+    # judge towards YES, so they follow as identification only. The name is
+    # quoted as a JSON string, so a quote in it cannot end it.
+    tags = one_line(", ".join(rule.category_tags)) or "-"
+    name = json.dumps(one_line(rule.rule_name), ensure_ascii=False)
+    return f"Condition: {one_line(rule.condition)}\n(rule {one_line(rule.rule_id)}, {name}; tags: {tags})"
 
 
 def _render_relevance_rule(rule: Rule) -> str:
-    return _render_condition_rule(rule) + f"\nAction: {rule.action}"
+    return _render_condition_rule(rule) + f"\nAction: {one_line(rule.action)}"
 
 
 def _render_statement(rule: Rule) -> str:
     # The condition alone, as a statement to check; the id identifies the rule
     # in traces. Names and tags are left out: they can prime a small judge
     # towards YES, and they cost tokens on every judgment.
-    return f"Statement: {rule.condition}\n(rule {rule.rule_id})"
+    return f"Statement: {one_line(rule.condition)}\n(rule {one_line(rule.rule_id)})"
 
 
 _STATEMENT_SYSTEM = """You check whether a statement is true of an input. The input can be any kind of text: code, prose, a message, or the description of a case.
@@ -291,7 +321,7 @@ Say YES if the rule is relevant to the input, NO otherwise."""
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "applicability": JudgePrompt(
         name="applicability",
-        version="judge-applicability-v4",
+        version="judge-applicability-v5",  # v5: input and rule fields fenced
         system=_STATEMENT_SYSTEM,
         render_rule=_render_statement,
         question="Is the statement true of the input?",
@@ -299,7 +329,7 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     ),
     "applicability-fewshot": JudgePrompt(
         name="applicability-fewshot",
-        version="judge-applicability-fewshot-v2",
+        version="judge-applicability-fewshot-v3",
         system=_STATEMENT_SYSTEM + _STATEMENT_EXAMPLES,
         render_rule=_render_statement,
         question="Is the statement true of the input?",
@@ -307,7 +337,7 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     ),
     "applicability-named": JudgePrompt(
         name="applicability-named",
-        version="judge-applicability-v3",
+        version="judge-applicability-named-v4",
         system=_APPLICABILITY_SYSTEM,
         render_rule=_render_condition_rule,
         question="Is the condition true of this input?",
@@ -315,7 +345,7 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     ),
     "relevance": JudgePrompt(
         name="relevance",
-        version="judge-relevance-v3",
+        version="judge-relevance-v4",
         system=_RELEVANCE_SYSTEM,
         render_rule=_render_relevance_rule,
         question="Is the RULE relevant to the INPUT?",

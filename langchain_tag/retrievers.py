@@ -24,6 +24,7 @@ from typing_extensions import Self, override
 
 from langchain_tag.calibration import Calibration, CalibrationError, fit_calibration
 from langchain_tag.calibration import Method as CalibrationMethod
+from langchain_tag.errors import JudgmentsFailedError
 from langchain_tag.matcher import MatchResult, PairwiseJudge
 from langchain_tag.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule, rules_from_documents
@@ -38,6 +39,18 @@ RAW_SCORE_KEY = "tag_raw_score"
 PREDICATE_KEY = "tag_predicate"
 FAILED_KEY = "tag_failed_rule_ids"
 
+# Custom callback event sent when some judgment of a retrieval failed.
+FAILED_EVENT = "tag_judgments_failed"
+
+
+def _failure_event(result: MatchResult) -> dict[str, Any]:
+    """The data of the ``tag_judgments_failed`` event: failed rule ids and why each failed."""
+    return {
+        "query": result.query,
+        "failed_rule_ids": [j.rule_id for j in result.failed],
+        "errors": {j.rule_id: j.error for j in result.failed},
+    }
+
 
 def _as_documents(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str):
@@ -51,8 +64,18 @@ class ApplicabilityRetriever(BaseRetriever):
     One judgment per (query, rule) pair, sent through the model's
     ``batch``/``abatch`` with ``max_concurrency``. The judge sees each rule's
     id, name, condition and tags, never its action. A malformed reply is
-    retried once, then counted as NO and reported in the returned documents'
-    metadata (``tag_failed_rule_ids``) and in :meth:`match`'s result.
+    retried once, then counted as NO and reported (see ``strict``).
+
+    Failed judgments are never silent. Without ``strict`` they are counted as
+    NO, a warning naming their rule ids is logged (logger
+    ``langchain_tag.matcher``), and they are reported
+    (even when no rule matched) in :attr:`last_match` (``.failed``), in
+    the returned documents' metadata (``tag_failed_rule_ids``), in
+    :meth:`match`'s result, and to callbacks as the custom event
+    ``tag_judgments_failed`` (``{"failed_rule_ids": [...], "errors": {...}}``,
+    seen by ``astream_events``). With ``strict=True`` the call raises
+    :class:`~langchain_tag.errors.JudgmentsFailedError` instead, carrying the
+    failed rule ids and the whole match result.
 
     Example:
         .. code-block:: python
@@ -87,7 +110,10 @@ class ApplicabilityRetriever(BaseRetriever):
         context_tokens: The judge model's context window; a query whose
             prompt would not fit is refused with
             :class:`~langchain_tag.matcher.InputTooLongError` (never
-            truncated). ``None`` skips the check.
+            truncated). ``None`` (default) takes ``LANGCHAIN_TAG_CONTEXT_TOKENS``
+            when it is set, else skips the check.
+        strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError`
+            when any judgment failed, instead of counting it as NO.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -104,10 +130,12 @@ class ApplicabilityRetriever(BaseRetriever):
     cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
     context_tokens: int | None = Field(default=None, ge=1)
     calibration: Calibration | Literal["default"] | None = "default"
+    strict: bool = False
 
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _seen: dict[str, Rule] = PrivateAttr(default_factory=dict)
     _judge: PairwiseJudge = PrivateAttr()
+    _last_match: MatchResult | None = PrivateAttr(default=None)
 
     @field_validator("rules", mode="before")
     @classmethod
@@ -133,6 +161,7 @@ class ApplicabilityRetriever(BaseRetriever):
             cache=self.cache,
             context_tokens=self.context_tokens,
             calibration=self.calibration,
+            strict=self.strict,
         )
         return self
 
@@ -185,6 +214,19 @@ class ApplicabilityRetriever(BaseRetriever):
             found = await self.vectorstore.asimilarity_search(query, k=self.candidates)
             return self._remember(rules_from_documents(found))
         return self._rules
+
+    @property
+    def last_match(self) -> MatchResult | None:
+        """The full result of this retriever's most recent retrieval (``invoke``, ``ainvoke``, ``batch``).
+
+        Read ``last_match.failed`` after ``invoke`` to see which judgments
+        failed, also when nothing matched. Calls that run concurrently on one
+        retriever overwrite each other's result here: there, use
+        :meth:`match`/:meth:`amatch` (which return the result), the
+        ``tag_judgments_failed`` callback event, or ``strict=True``.
+        ``None`` before the first retrieval.
+        """
+        return self._last_match
 
     @property
     def judge(self) -> PairwiseJudge:
@@ -337,7 +379,14 @@ class ApplicabilityRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         rules = self._candidates(query)
-        result = self._judge.judge(query, rules, callbacks=run_manager.get_child())
+        try:
+            result = self._judge.judge(query, rules, callbacks=run_manager.get_child())
+        except JudgmentsFailedError as exc:
+            self._last_match = exc.result
+            raise
+        self._last_match = result
+        if result.failed:
+            run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
         return self.documents(result, k=k)
 
     @override
@@ -345,7 +394,14 @@ class ApplicabilityRetriever(BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         rules = await self._acandidates(query)
-        result = await self._judge.ajudge(query, rules, callbacks=run_manager.get_child())
+        try:
+            result = await self._judge.ajudge(query, rules, callbacks=run_manager.get_child())
+        except JudgmentsFailedError as exc:
+            self._last_match = exc.result
+            raise
+        self._last_match = result
+        if result.failed:
+            await run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
         return self.documents(result, k=k)
 
 

@@ -36,7 +36,7 @@ __all__ = [
     "prompt_text",
 ]
 
-Reply = str | tuple[str, float] | BaseException
+Reply = str | tuple[str, float] | AIMessage | BaseException
 
 
 def prompt_text(messages: Iterable[BaseMessage]) -> str:
@@ -49,7 +49,8 @@ class FakeChatModel(BaseChatModel):
 
     Args:
         respond: Maps the joined prompt text to a reply string, a
-            ``(reply, p_yes)`` pair (used for logprobs), or an exception to raise.
+            ``(reply, p_yes)`` pair (used for logprobs), an ``AIMessage`` sent
+            as it is (to give any response metadata), or an exception to raise.
         delay: Seconds each call takes (to exercise concurrency).
         with_logprobs: Attach OpenAI-style first-token logprobs for YES/NO replies.
 
@@ -101,6 +102,8 @@ class FakeChatModel(BaseChatModel):
         reply = self.respond(text)
         if isinstance(reply, BaseException):
             raise reply
+        if isinstance(reply, AIMessage):
+            return ChatResult(generations=[ChatGeneration(message=reply)])
         p_yes: float | None = None
         if isinstance(reply, tuple):
             reply, p_yes = reply

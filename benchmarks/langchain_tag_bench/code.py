@@ -4,8 +4,8 @@ A model completes each HumanEval function while following PEP 8. A reply is
 scored twice:
 
 * **Correctness** (Pass@1): the program runs with the problem's official
-  ``check`` function in a separate Python process, with a timeout, resource
-  limits and the network disabled (:func:`run_tests`).
+  ``check`` function in a separate Python process inside the sandbox of
+  :mod:`langchain_tag_bench.sandbox` (:func:`run_tests`).
 * **Style**: the pylint score of the program without the tests
   (:func:`pylint_score`), on pylint's default rules but without its floor at
   0, so it ranges from -10 to 10. Cyclomatic complexity (radon) and the number
@@ -15,20 +15,18 @@ The data is read from a path the caller passes (it is never bundled):
 ``HumanEval.jsonl.gz``, a plain ``.jsonl`` file, or a directory holding
 ``HumanEval.jsonl.gz``.
 
-The test process is a guard against accidents (a stray loop, a runaway
-allocation, a network call), not a security sandbox: run untrusted code in a
-container.
+Model output is untrusted code. On Linux with user namespaces the sandbox
+contains it: no network, no inherited environment, no writes outside its own
+directory, a process limit, and its whole process tree killed at the timeout.
+Elsewhere it falls back to resource limits only and says so in a warning.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import gzip
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,10 +36,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_tag_bench import sandbox
 from langchain_tag_bench.data import BenchDataError
+from langchain_tag_bench.sandbox import NETWORK_ERROR, NETWORK_PRELUDE
 
 __all__ = [
     "DATA_FILE",
+    "NETWORK_ERROR",
     "PYLINT_EVALUATION",
     "CodeScores",
     "HumanEvalProblem",
@@ -74,44 +75,11 @@ again after reading it).
 PYLINT_DISABLED = ("missing-final-newline", "trailing-newlines")
 """Messages turned off: completions are cut from replies, so their file ends are arbitrary."""
 
-NETWORK_ERROR = "network disabled in benchmark sandbox"
-"""Message of the :class:`OSError` raised by any network call in the test process."""
-
 _FIELDS = ("task_id", "prompt", "entry_point", "canonical_solution", "test")
 _DETAIL_CHARS = 500
-_MEMORY_LIMIT = 2 * 1024**3
-_FILE_SIZE_LIMIT = 64 * 1024**2
 _PYTHON_FENCE_LANGS = frozenset({"", "python", "python3", "py", "py3"})
 _FENCE = re.compile(r"^\s*```\s*([\w+-]*)\s*$")
 _FENCE_CLOSE = re.compile(r"^\s*```\s*$")
-
-# Runs before the program in the test process: network calls raise OSError.
-# ``socket.socket`` stays a class (a subclass whose constructor raises) so that
-# modules subclassing it at import time, such as ssl, still import.
-_NETWORK_PRELUDE = f"""\
-import runpy
-import socket
-import sys
-
-_MESSAGE = {NETWORK_ERROR!r}
-
-
-def _no_network(*args, **kwargs):
-    raise OSError(_MESSAGE)
-
-
-class _NoNetworkSocket(socket.socket):
-    def __init__(self, *args, **kwargs):
-        raise OSError(_MESSAGE)
-
-
-socket.socket = _NoNetworkSocket
-socket.create_connection = _no_network
-socket.getaddrinfo = _no_network
-del _no_network, _NoNetworkSocket, socket
-
-runpy.run_path(sys.argv[1], run_name="__main__")
-"""
 
 
 # --------------------------------------------------------------------------
@@ -374,45 +342,6 @@ def _tail(text: str, limit: int = _DETAIL_CHARS) -> str:
     return "..." + tail
 
 
-def _limit_resources(timeout: float) -> Callable[[], None] | None:
-    """A ``preexec_fn`` capping memory, CPU time and file size, or ``None`` where unsupported."""
-    if os.name != "posix":
-        return None
-    try:
-        import resource  # POSIX only
-    except ImportError:
-        return None
-    cpu_seconds = int(timeout) + 2
-
-    def cap(name: str, value: int) -> None:
-        limit = getattr(resource, name, None)
-        if limit is None:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            _, hard = resource.getrlimit(limit)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(limit, (value, hard))
-
-    def preexec() -> None:
-        cap("RLIMIT_AS", _MEMORY_LIMIT)
-        cap("RLIMIT_CPU", cpu_seconds)
-        cap("RLIMIT_FSIZE", _FILE_SIZE_LIMIT)
-        cap("RLIMIT_CORE", 0)
-
-    return preexec
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """Kill the process and, on POSIX, its whole process group."""
-    if os.name == "posix":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        process.kill()
-    process.wait()
-
-
 def _test_script(problem: HumanEvalProblem, completion: str) -> str:
     program = assemble_program(problem, completion)
     return f"{program}\n\n{problem.test}\n\ncheck({problem.entry_point})\n"
@@ -424,11 +353,14 @@ def run_tests(problem: HumanEvalProblem, completion: str, *, timeout: float = 10
     The script ``assemble_program(problem, completion) + test +
     "check(<entry_point>)"`` runs with ``sys.executable -I`` in a fresh
     temporary directory (also its working directory), with stdin closed and
-    stdout discarded. A prelude makes ``socket.socket``,
+    stdout discarded, inside :func:`langchain_tag_bench.sandbox.run`: its own
+    network, PID, mount and user namespaces, an empty environment, read-only
+    file system outside that directory, process, file-size, memory and CPU
+    limits, and the whole process tree killed at the timeout (see
+    :mod:`langchain_tag_bench.sandbox`, also for the fallback where namespaces
+    are unavailable). A prelude also makes ``socket.socket``,
     ``socket.create_connection`` and ``socket.getaddrinfo`` raise
-    ``OSError("network disabled in benchmark sandbox")``. On POSIX the process
-    runs in its own session with address space, CPU time and file size
-    limits, and its process group is killed on timeout.
+    ``OSError("network disabled in benchmark sandbox")``, for a clear message.
 
     Args:
         problem: The problem.
@@ -452,27 +384,15 @@ def run_tests(problem: HumanEvalProblem, completion: str, *, timeout: float = 10
     with tempfile.TemporaryDirectory(prefix="humaneval-") as tmp:
         work = Path(tmp)
         (work / "program.py").write_text(script, encoding="utf-8")
-        (work / "sandbox.py").write_text(_NETWORK_PRELUDE, encoding="utf-8")
+        (work / "sandbox.py").write_text(NETWORK_PRELUDE, encoding="utf-8")
         stderr_path = work / "stderr.txt"
         with stderr_path.open("wb") as stderr:
             try:
-                process = subprocess.Popen(
-                    [sys.executable, "-I", "sandbox.py", "program.py"],
-                    cwd=work,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr,
-                    start_new_session=os.name == "posix",
-                    preexec_fn=_limit_resources(timeout),  # only sets rlimits
-                )
+                returncode = sandbox.run(work, ["sandbox.py", "program.py"], timeout=timeout, stderr=stderr)
             except OSError as exc:
                 return result("error", f"cannot start Python: {exc}")
-            with process:
-                try:
-                    returncode = process.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    _kill(process)
-                    return result("timeout", f"timed out after {timeout:g} s")
+        if returncode is None:
+            return result("timeout", f"timed out after {timeout:g} s")
         errors = stderr_path.read_text(encoding="utf-8", errors="replace")
     if returncode == 0:
         return result("passed", errors)

@@ -87,7 +87,7 @@ def _render_passage(rule: Rule) -> str:
 BENCH_JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     "passage": JudgePrompt(
         name="passage",
-        version="judge-passage-v1",
+        version="judge-passage-v2",  # v2: the input fenced (JudgePrompt.messages)
         system=_PASSAGE_SYSTEM,
         render_rule=_render_passage,
         question="Is the INPUT a case this passage's guidance is about?",
@@ -95,7 +95,7 @@ BENCH_JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     ),
     "nba": JudgePrompt(
         name="nba",
-        version="judge-nba-v2",
+        version="judge-nba-v3",  # v3: the input fenced (JudgePrompt.messages)
         system=_NBA_SYSTEM,
         render_rule=_render_rich_rule,
         question="Does the RULE apply to the scenario in the INPUT?",

@@ -227,7 +227,7 @@ class CallRunner:
             self.failures.append(CallFailure(call.phase, call.key, outcome.error, batch.attempts.get(index, 0)))
         if batch.replied:
             self._replied = True
-        elif not self._replied:
+        elif not self._replied and batch.errors:
             index = max(batch.errors)
             call = batch.calls[index]
             raise ProviderError(

@@ -12,15 +12,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.span_detection import Span
 from langchain_tag.parsing import local_ids, parse_json_items
 from langchain_tag.prompts import decomposition_messages
 
-__all__ = ["AtomicUnit", "collect_units", "decomposition_calls", "unsplit_unit"]
+__all__ = ["AtomicUnit", "collect_units", "decomposition_calls", "parse_units", "unsplit_unit"]
 
-# The reply is {"units": [...]}; items that are not objects are dropped.
-_parse = functools.partial(parse_json_items, key="units")
+
+def parse_units(text: str, *, count: int) -> list[dict[str, Any]]:
+    """Read phase 2's reply for a batch of ``count`` spans: at least one unit with text for each span.
+
+    A reply that leaves a span without a unit, or gives a unit for a span not
+    in the batch (fewer items than asked, wrong ids or fields, a cut-off
+    item), is a failed call: retried, then reported, and the spans are kept
+    whole.
+
+    Raises:
+        ParseError: When a unit names no span of the batch or has no text, or a span gets no unit.
+    """
+    items = parse_json_items(text, "units")
+    ids = local_ids("S", count)
+    covered: set[str] = set()
+    for item in items:
+        span_id = str(item.get("source_span_id") or "").strip()
+        span_id = ids[0] if span_id not in ids and count == 1 else span_id
+        if span_id not in ids or not str(item.get("text") or "").strip():
+            raise ParseError(f"the reply gives a unit for unknown span {span_id!r} or without text")
+        covered.add(span_id)
+    missing = [span_id for span_id in ids if span_id not in covered]
+    if missing:
+        raise ParseError(f"the reply gives no unit for span(s) {', '.join(missing[:8])}")
+    return items
 
 
 @dataclass(frozen=True)
@@ -54,7 +78,8 @@ def decomposition_calls(batches: Sequence[Sequence[Span]], *, domain: str) -> li
             for local, s in zip(local_ids("S", len(batch)), batch, strict=True)
         ]
         key = f"{batch[0].span_id}..{batch[-1].span_id}"
-        calls.append(Call(2, key, decomposition_messages(domain=domain, spans=payload), _parse))
+        parse = functools.partial(parse_units, count=len(batch))
+        calls.append(Call(2, key, decomposition_messages(domain=domain, spans=payload), parse))
     return calls
 
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.decomposition import AtomicUnit
 from langchain_tag.parsing import local_ids, parse_json_items
@@ -23,12 +24,10 @@ __all__ = [
     "RuleDraft",
     "collect_rules",
     "operationalisation_calls",
+    "parse_rules",
     "unoperationalised_draft",
     "violation_condition",
 ]
-
-# The reply is {"rules": [...]}; items that are not objects are dropped.
-_parse = functools.partial(parse_json_items, key="rules")
 
 RuleDraft = dict[str, Any]
 """Rule fields from the model, before ids and provenance are assigned."""
@@ -36,6 +35,49 @@ RuleDraft = dict[str, Any]
 _NO_VIOLATION = frozenset({"none", "n/a", "no violation", "nothing"})
 _ABOUT_INPUT = re.compile(r"(?i)(the|this|an?) (task )?input\b")
 _WORDS = re.compile(r"[A-Za-z0-9][\w'-]*")
+
+
+def _local_id(raw: dict[str, Any], position: int, ids: Sequence[str], count_matches: bool) -> str:
+    """The batch-local id a raw rule answers: its ``atomic_id``, or its position when ids were dropped."""
+    given = str(raw.get("atomic_id") or "").strip()
+    if given not in ids and count_matches:
+        return ids[position]
+    return given
+
+
+def _is_complete(raw: dict[str, Any]) -> bool:
+    condition = str(raw.get("violation") or raw.get("condition") or "").strip()
+    if condition.strip(" .\"'").lower() in _NO_VIOLATION:
+        return True
+    return bool(condition and str(raw.get("action") or "").strip() and str(raw.get("rule_name") or "").strip())
+
+
+def parse_rules(text: str, *, count: int) -> list[dict[str, Any]]:
+    """Read phase 3's reply for a batch of ``count`` units: one complete rule for each.
+
+    A rule is complete with a name, a violation and an action, or with the
+    violation ``"none"`` (the statement asks nothing). A reply that leaves a
+    unit without one (fewer rules than asked, wrong field names, a cut-off
+    item) is a failed call, retried and then reported, never a partial success.
+
+    Raises:
+        ParseError: When any unit of the batch gets no complete rule.
+    """
+    items = parse_json_items(text, "rules")
+    ids = local_ids("A", count)
+    answered = {
+        local
+        for position, raw in enumerate(items)
+        if _is_complete(raw)
+        for local in [_local_id(raw, position, ids, len(items) == count)]
+    }
+    missing = [local for local in ids if local not in answered]
+    if missing:
+        shown = ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else "")
+        raise ParseError(
+            f"the reply gives complete rules for {count - len(missing)} of {count} units; missing: {shown}"
+        )
+    return items
 
 
 def operationalisation_calls(
@@ -56,7 +98,8 @@ def operationalisation_calls(
         messages = operationalisation_messages(
             domain=domain, units=payload, extra_fields=extra_fields, task_input=task_input
         )
-        calls.append(Call(3, f"{batch[0].atomic_id}..{batch[-1].atomic_id}", messages, _parse))
+        parse = functools.partial(parse_rules, count=len(batch))
+        calls.append(Call(3, f"{batch[0].atomic_id}..{batch[-1].atomic_id}", messages, parse))
     return calls
 
 
@@ -95,10 +138,10 @@ def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = 
     violation = str(raw.get("violation") or "").strip()
     condition = violation_condition(violation) if violation else str(raw.get("condition") or "").strip()
     action = str(raw.get("action") or "").strip()
-    if not (name and condition and action):
-        return None
     if (violation or condition).strip(" .\"'").lower() in _NO_VIOLATION:
         return {"no_rule": True}
+    if not (name and condition and action):
+        return None
     draft: RuleDraft = {
         "rule_name": name,
         "condition": condition,
@@ -137,11 +180,10 @@ def collect_rules(
     by_id = {u.atomic_id: u for u in batch}
     local = dict(zip(local_ids("A", len(batch)), (u.atomic_id for u in batch), strict=True))
     drafts: dict[str, RuleDraft] = {}
+    ids = list(local)
     for position, raw in enumerate(raw_rules or []):
-        atomic_id = str(raw.get("atomic_id") or "").strip()
+        atomic_id = _local_id(raw, position, ids, len(raw_rules or []) == len(batch))  # ids dropped, order kept
         atomic_id = local.get(atomic_id, atomic_id)
-        if atomic_id not in by_id and len(raw_rules or []) == len(batch):
-            atomic_id = batch[position].atomic_id  # ids dropped but order kept
         unit = by_id.get(atomic_id)
         if unit is None:
             notes.append(f"phase 3: rule for unknown unit {atomic_id!r}; dropped")

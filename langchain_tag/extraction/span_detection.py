@@ -55,11 +55,13 @@ def parse_labels(text: str, *, count: int) -> list[str]:
     """Read phase 1's reply: one label per numbered sentence, ``count`` of them.
 
     Entries may come as ``{"n": 3, "label": "prohibition"}`` or in order without
-    ``n``. An unknown label reads as ``"background"`` only when it is empty;
-    otherwise it is kept for the caller to report.
+    ``n``. Every label must be one of :data:`~langchain_tag.prompts.SPAN_LABELS`:
+    an empty, missing or unknown one (a wrong field name, a reply cut inside
+    a label) would silently turn a rule into background.
 
     Raises:
-        ParseError: When any sentence from 1 to ``count`` has no label.
+        ParseError: When any sentence from 1 to ``count`` has no label, or a
+            label is not a known one.
     """
     items = parse_json_items(text, "labels")
     labels: dict[int, str] = {}
@@ -71,7 +73,11 @@ def parse_labels(text: str, *, count: int) -> list[str]:
             number = position
         label = " ".join(str(item.get("label") or "").lower().split())
         if 1 <= number <= count and number not in labels:
-            labels[number] = label or "background"
+            labels[number] = label
+    unknown = sorted(n for n, label in labels.items() if label not in SPAN_LABELS)
+    if unknown:
+        shown = ", ".join(f"{n}: {labels[n]!r}" for n in unknown[:5])
+        raise ParseError(f"the reply gives {len(unknown)} sentence(s) no known label ({shown})")
     missing = [n for n in range(1, count + 1) if n not in labels]
     if missing:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")

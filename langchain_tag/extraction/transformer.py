@@ -225,11 +225,14 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
                 text, document_id=doc_id, max_chars=self.max_section_chars, min_chars=self.min_section_chars
             )
         ]
+        for doc_id in texts.keys() - {s.document_id for s in sections}:
+            notes.append(f"{doc_id}: no section with text to read (headings only?); no rules from it")
         spans = yield from self._phase1(sections, texts, notes)
         units = yield from self._phase2(spans, notes)
         span_by_id = {s.span_id: s for s in spans}
         declined: list[AtomicUnit] = []
-        drafts = yield from self._phase3(units, span_by_id, notes, declined)
+        failed_units: set[str] = set()
+        drafts = yield from self._phase3(units, span_by_id, notes, declined, failed_units)
         rules = self._number(drafts, span_by_id, start=1)
         # A span whose every unit states no rule is background after all: it needs no coverage.
         declined_ids = {u.atomic_id for u in declined}
@@ -257,7 +260,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             rules = outcome.rules
             report.merged, report.conflicts, report.reviews = outcome.merged, outcome.conflicts, outcome.reviews
         if 5 not in self.skip_phases:
-            rules = yield from self._phase5(rules, merged_away, spans, units, span_by_id, texts, report, notes)
+            redo_units = [u for u in units if u.atomic_id not in failed_units]
+            rules = yield from self._phase5(rules, merged_away, spans, redo_units, span_by_id, texts, report, notes)
         counts["rules"] = len(rules)
         report.counts = counts
         report.failures = list(runner.failures)
@@ -323,33 +327,31 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         span_by_id: dict[str, Span],
         notes: list[str],
         declined: list[AtomicUnit] | None = None,
+        failed: set[str] | None = None,
     ) -> _Step:
         if 3 in self.skip_phases:
             return [(u, unoperationalised_draft(u, span_by_id[u.span_id].normative_type)) for u in units]
+        # One pass: a reply that leaves a unit without a rule is a failed call, which the
+        # call runner already retried; sending the units again here would multiply retries.
+        by_section: dict[str, list[AtomicUnit]] = {}
+        for unit in units:
+            by_section.setdefault(span_by_id[unit.span_id].section_id, []).append(unit)
+        # Batches never mix sections, so editing one section leaves the others' prompts unchanged.
+        batches = [b for group in by_section.values() for b in _batches(group, self.units_per_call)]
+        calls = operationalisation_calls(
+            batches, domain=self.domain, task_input=self.task_input, extra_fields=self.extra_fields
+        )
+        raw = yield calls, "phase 3: rules"
         found: dict[str, RuleDraft] = {}
-        pending = units
-        for attempt in (1, 2):
-            if not pending:
-                break
-            # Batches never mix sections, so editing one section leaves the others' prompts unchanged.
-            by_section: dict[str, list[AtomicUnit]] = {}
-            for unit in pending:
-                by_section.setdefault(span_by_id[unit.span_id].section_id, []).append(unit)
-            batches = [b for group in by_section.values() for b in _batches(group, self.units_per_call)]
-            desc = "phase 3: rules" if attempt == 1 else "phase 3: missing rules"
-            calls = operationalisation_calls(
-                batches, domain=self.domain, task_input=self.task_input, extra_fields=self.extra_fields
+        for batch, reply in zip(batches, raw, strict=True):
+            got, missing = collect_rules(
+                batch, reply, notes=notes, extra_fields=tuple(self.extra_fields), declined=declined
             )
-            raw = yield calls, desc
-            pending = []
-            for batch, reply in zip(batches, raw, strict=True):
-                got, missing = collect_rules(
-                    batch, reply, notes=notes, extra_fields=tuple(self.extra_fields), declined=declined
-                )
-                found.update({u.atomic_id: d for u, d in got})
-                pending.extend(missing)
-        for unit in pending:
-            notes.append(f"phase 3: no rule for {unit.atomic_id} (span {unit.span_id}) after 2 passes")
+            found.update({u.atomic_id: d for u, d in got})
+            for unit in missing:
+                notes.append(f"phase 3: no rule for {unit.atomic_id} (span {unit.span_id}): its call failed")
+                if reply is None and failed is not None:
+                    failed.add(unit.atomic_id)
         return [(u, found[u.atomic_id]) for u in units if u.atomic_id in found]
 
     def _number(

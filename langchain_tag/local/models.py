@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_tag.errors import MissingExtraError, require_extra
+from langchain_tag.faults import redact_url
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -322,7 +323,8 @@ def _remote_endpoint(cfg: ModelConfig, role: Role) -> dict[str, Any]:
     if model is None:
         if cfg.base_url is not None:
             raise ValueError(
-                f"LANGCHAIN_TAG_MODEL must name the model to use at LANGCHAIN_TAG_BASE_URL={cfg.base_url!r}."
+                "LANGCHAIN_TAG_MODEL must name the model to use at "
+                f"LANGCHAIN_TAG_BASE_URL={redact_url(cfg.base_url)!r}."
             )
         model = DEFAULT_OPENAI_MODEL
     api_key = cfg.api_key

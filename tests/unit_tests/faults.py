@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 
 import httpx
 import httpx2
 import openai
+from langchain_openai import ChatOpenAI
 
 from langchain_tag.testing import Reply
 
@@ -51,6 +53,23 @@ FAULTS: dict[str, Callable[[], BaseException]] = {
 }
 
 
+MALFORMED_LOGPROBS: dict[str, object] = {
+    "list of strings": ["YES"],
+    "list of null": [None],
+    "string content": "abc",
+    "logprob a string": [{"token": "YES", "logprob": "abc"}],
+    "logprob 1000": [{"token": "YES", "logprob": 1000}],
+    "logprob NaN": [{"token": "YES", "logprob": float("nan")}],
+    "logprob NaN in top": [
+        {"token": "YES", "logprob": -0.1, "top_logprobs": [{"token": "NO", "logprob": float("nan")}]}
+    ],
+    "logprob missing": [{"token": "YES"}],
+    "token not a string": [{"token": None, "logprob": -0.1}],
+    "top not a list": [{"token": "YES", "logprob": -0.1, "top_logprobs": "YES"}],
+}
+"""``logprobs["content"]`` values a broken server sent: each must be a failed judgment, never a verdict or a crash."""
+
+
 def injecting(
     base: Callable[[str], Reply],
     *,
@@ -82,3 +101,62 @@ def injecting(
         return fault(text, good if isinstance(good, str) else "")
 
     return respond
+
+
+def completion(reply: str) -> httpx2.Response:
+    """A chat-completions response whose message is ``reply``."""
+    choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+    usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice], "usage": usage}
+    return httpx2.Response(200, json=body)
+
+
+class CountingEndpoint:
+    """An OpenAI-compatible endpoint in memory that answers from the prompt text and counts requests per prompt.
+
+    Args:
+        respond: Maps the prompt text (message contents joined by blank lines,
+            as :func:`~langchain_tag.testing.prompt_text` joins them) to a
+            reply text, or to an HTTP status to fail with.
+    """
+
+    def __init__(self, respond: Callable[[str], str | int]) -> None:
+        self.respond = respond
+        self.requests: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        text = "\n\n".join(str(m["content"]) for m in body["messages"])
+        with self._lock:
+            self.requests[text] = self.requests.get(text, 0) + 1
+        reply = self.respond(text)
+        if isinstance(reply, int):
+            return httpx2.Response(reply, headers={"retry-after-ms": "1"}, json={"error": {"message": "failed"}})
+        choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+        usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+        return httpx2.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [choice],
+                "usage": usage,
+            },
+        )
+
+    def model(self, **kwargs: object) -> ChatOpenAI:
+        """A ``ChatOpenAI`` sending to this endpoint; ``max_retries`` is left at its default unless given."""
+        return ChatOpenAI(
+            model="m",
+            base_url="http://llm.example.test/v1",
+            api_key="k",
+            http_client=httpx2.Client(transport=httpx2.MockTransport(self)),  # type: ignore[arg-type]
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    def most_requests(self, when: Callable[[str], bool]) -> int:
+        """The most requests any one prompt matching ``when`` received."""
+        return max((n for text, n in self.requests.items() if when(text)), default=0)

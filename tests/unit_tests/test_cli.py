@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
+import langchain_tag.local.models as models
 from langchain_tag.calibration import Calibration, logit
-from langchain_tag.cli import main
+from langchain_tag.cli import EXIT_JUDGMENTS_FAILED, main
 from langchain_tag.rules import Rule, save_rules
+from langchain_tag.testing import FakeChatModel
 
 
 def test_unknown_mode_exits_2_without_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -121,3 +123,35 @@ def test_provider_down_is_one_line_naming_provider(
     assert main(["match", "x", "--rules", str(path)]) == 1
     err = capsys.readouterr().err
     assert "all 5 judgments failed calling FakeChatModel" in err and len(err.strip().splitlines()) == 1
+
+
+def test_credentials_in_urls_are_not_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, rules: list[Rule]
+) -> None:
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    monkeypatch.setenv("LANGCHAIN_TAG_PROVIDER", "openai")
+    monkeypatch.setenv("LANGCHAIN_TAG_BASE_URL", "https://bob:hunter2@llm.example.test/v1?api-key=s3cr3t")
+    monkeypatch.delenv("LANGCHAIN_TAG_MODEL", raising=False)
+    assert main(["match", "x", "--rules", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "LANGCHAIN_TAG_MODEL must name" in err and "hunter2" not in err and "s3cr3t" not in err
+    refused = ConnectionError("cannot reach https://bob:hunter2@llm.example.test/v1?token=s3cr3t")
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=lambda t: refused))
+    assert main(["match", "x", "--rules", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "llm.example.test" in err and "hunter2" not in err and "s3cr3t" not in err
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_match_exits_3_with_a_summary_when_judgments_failed(
+    as_json: bool,
+    rules: list[Rule],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=lambda text: "Not sure."))
+    assert main(["match", "x", "--rules", str(path), *(["--json"] if as_json else [])]) == EXIT_JUDGMENTS_FAILED
+    err = capsys.readouterr().err
+    assert "5 of 5 judgments failed and were counted NO: R-001, R-002, R-003, R-004, R-005" in err

@@ -6,18 +6,26 @@ import random
 
 import httpx2
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_openai import ChatOpenAI
 
 import langchain_tag.matcher as matcher_module
 from langchain_tag.errors import InputTooLongError, ProviderError
-from langchain_tag.faults import backoff_delay, client_retries, describe_model, is_transient
+from langchain_tag.faults import (
+    backoff_delay,
+    client_retries,
+    describe_model,
+    is_transient,
+    redact_url,
+    redact_urls,
+)
 from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
-from tests.unit_tests.faults import FAULTS, injecting
+from tests.unit_tests.faults import FAULTS, MALFORMED_LOGPROBS, CountingEndpoint, completion, injecting
 
 
 def _verdicts(text: str) -> str:
@@ -106,17 +114,7 @@ def test_openai_client_recovers_from_503(rules: list[Rule]) -> None:
         count["n"] += 1
         if count["n"] == 1:
             return httpx2.Response(503, headers={"retry-after-ms": "1"}, json={"error": {"message": "overloaded"}})
-        return httpx2.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "judge-test",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "YES"}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-            },
-        )
+        return completion("YES")
 
     result = PairwiseJudge(_openai_judge(handler)).judge("q", rules[:1])
     assert [j.rule_id for j in result.matched] == ["R-001"] and count["n"] == 2
@@ -174,3 +172,122 @@ def test_over_long_input_is_refused_before_any_call(rules: list[Rule]) -> None:
     retriever = ApplicabilityRetriever(llm=llm, rules=rules, context_tokens=2000, cache=None)
     with pytest.raises(InputTooLongError):
         retriever.invoke("word " * 3000)
+
+
+def test_context_tokens_come_from_the_environment_on_the_python_api(
+    rules: list[Rule], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm = FakeChatModel(respond=_verdicts)
+    monkeypatch.setenv("LANGCHAIN_TAG_CONTEXT_TOKENS", "2000")
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, cache=None)
+    with pytest.raises(InputTooLongError, match=r"the input is too long: .*context of 2000 tokens"):
+        retriever.invoke("word " * 3000)
+    with pytest.raises(InputTooLongError):
+        PairwiseJudge(llm).judge("word " * 3000, rules)
+    assert llm.calls == 0  # refused before any request
+    assert PairwiseJudge(llm, context_tokens=100_000).context_tokens == 100_000  # an explicit value wins
+    monkeypatch.setenv("LANGCHAIN_TAG_CONTEXT_TOKENS", "many")
+    with pytest.raises(ValueError, match="LANGCHAIN_TAG_CONTEXT_TOKENS must be an integer"):
+        PairwiseJudge(llm)
+    monkeypatch.setenv("LANGCHAIN_TAG_CONTEXT_TOKENS", "")
+    assert PairwiseJudge(llm).context_tokens is None
+
+
+def test_refusal_names_the_rule_when_the_rule_is_too_long(rules: list[Rule]) -> None:
+    long_rule = rules[1].model_copy(update={"condition": "the code " * 2000})
+    mixed = [rules[0], long_rule, *rules[2:]]
+    llm = FakeChatModel(respond=_verdicts)
+    judge = PairwiseJudge(llm, context_tokens=2000)
+    with pytest.raises(InputTooLongError, match=r"^rule R-002 is too long: .*shorten the rule") as caught:
+        judge.judge("x = 1", mixed)
+    assert "input" not in str(caught.value)
+    medium = rules[1].model_copy(update={"condition": "the code " * 300})
+    with pytest.raises(InputTooLongError, match=r"together with rule R-002 is too long.*other rules fit"):
+        judge.judge("word " * 900, [rules[0], medium, *rules[2:]])
+    with pytest.raises(InputTooLongError, match=r"^the input is too long"):
+        judge.judge("word " * 3000, rules)
+    assert llm.calls == 0
+
+
+SECRET_URL = "https://alice:hunter2@llm.example.test/v1?api-key=s3cr3t&key=k3y&token=t0k&region=eu"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (SECRET_URL, "https://***@llm.example.test/v1?api-key=***&key=***&token=***&region=eu"),
+        ("http://u@h:8000/v1?access_token=a&sig=b", "http://***@h:8000/v1?access_token=***&sig=***"),
+        ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+        ("http://127.0.0.1:8080/v1?model=m", "http://127.0.0.1:8080/v1?model=m"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_redact_url(url: str, expected: str) -> None:
+    assert redact_url(url) == expected
+    assert redact_urls(f"failed at {url}; giving up") == f"failed at {expected}; giving up"
+
+
+def _leaks(text: str) -> list[str]:
+    return [s for s in ("hunter2", "s3cr3t", "k3y", "t0k") if s in text]
+
+
+def test_credentials_in_the_base_url_are_never_printed(rules: list[Rule], caplog: pytest.LogCaptureFixture) -> None:
+    def respond(request: httpx2.Request) -> httpx2.Response:
+        if "R-002" in request.content.decode():
+            return httpx2.Response(400, json={"error": {"message": f"bad request to {SECRET_URL}"}})
+        return completion(_verdicts(request.content.decode()))
+
+    endpoint = ChatOpenAI(
+        model="m",
+        base_url=SECRET_URL,
+        api_key="k",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(respond)),  # type: ignore[arg-type]
+    )
+    assert _leaks(describe_model(endpoint)) == [] and "llm.example.test/v1" in describe_model(endpoint)
+    with caplog.at_level("WARNING"):
+        result = PairwiseJudge(endpoint, cache=None, retry_backoff=0).judge("x = 1", rules)
+    assert [j.rule_id for j in result.failed] == ["R-002"]
+    assert _leaks(result.failed[0].error or "") == [] and "***" in (result.failed[0].error or "")
+    assert _leaks(caplog.text) == [] and "R-002" in caplog.text
+    down = ChatOpenAI(
+        model="m",
+        base_url=SECRET_URL,
+        api_key="k",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(503))),  # type: ignore[arg-type]
+    )
+    with pytest.raises(ProviderError) as caught:
+        PairwiseJudge(down, retry_backoff=0).judge("x = 1", rules)
+    assert _leaks(str(caught.value)) == [] and "llm.example.test" in str(caught.value)
+    with pytest.raises(ValueError) as missing:
+        get_chat_model(ModelConfig.from_env({"LANGCHAIN_TAG_PROVIDER": "openai", "LANGCHAIN_TAG_BASE_URL": SECRET_URL}))
+    assert "LANGCHAIN_TAG_MODEL must name" in str(missing.value) and _leaks(str(missing.value)) == []
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED_LOGPROBS))
+async def test_malformed_logprobs_are_failed_judgments_counted_no_and_reported(kind: str, rules: list[Rule]) -> None:
+    def respond(text: str) -> str | AIMessage:
+        if judged_rule_id(text) != "R-001":
+            return _verdicts(text)
+        return AIMessage(content="YES", response_metadata={"logprobs": {"content": MALFORMED_LOGPROBS[kind]}})
+
+    judge = PairwiseJudge(FakeChatModel(respond=respond), retry_backoff=0.0)
+    for result in (judge.judge("q", rules), await judge.ajudge("q", rules)):
+        assert [j.rule_id for j in result.matched] == ["R-004"]
+        assert [(j.rule_id, j.attempts, j.applies) for j in result.failed] == [("R-001", 2, False)]
+        assert "malformed logprobs" in (result.failed[0].error or "")
+
+
+@pytest.mark.parametrize("fault", ["429", "garbage"])
+def test_requests_per_pair_for_each_fault_class_with_a_default_chat_openai(fault: str, rules: list[Rule]) -> None:
+    endpoint = CountingEndpoint(lambda text: 429 if fault == "429" else "Yes, no.")
+    model = endpoint.model()  # max_retries=None: the OpenAI client's own default of 2 retries applies
+    assert model.max_retries is None and client_retries(model) == 2
+    if fault == "429":
+        with pytest.raises(ProviderError):
+            PairwiseJudge(model, retry_backoff=0.0).judge("q", rules)
+    else:
+        assert len(PairwiseJudge(model, retry_backoff=0.0).judge("q", rules).failed) == 5
+    # A 429 is retried by the client only (1 + 2); garbage by the matcher only (1 + 1).
+    assert set(endpoint.requests.values()) == {3 if fault == "429" else 2}

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.graph import build_tag_graph
+from langchain_tag.errors import JudgmentsFailedError
+from langchain_tag.graph import build_tag_graph, make_retriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extraction_reply, fake_judge, judged_rule_id
 
@@ -115,6 +116,21 @@ async def test_async_graph_matches_sync(rules: list[Rule]) -> None:
     sync = graph.invoke({"input": "q"})
     async_ = await graph.ainvoke({"input": "q"})
     assert [d.id for d in sync["retrieved"]] == [d.id for d in async_["retrieved"]] == ["R-001", "R-005"]
+
+
+def test_strict_graph_fails_the_run_when_a_judgment_failed(rules: list[Rule]) -> None:
+    def respond(text: str) -> str:
+        return "maybe?" if judged_rule_id(text) == "R-002" else "NO"
+
+    graph = build_tag_graph(_executor(), judge_llm=FakeChatModel(respond=respond), rules=rules, strict=True)
+    with pytest.raises(JudgmentsFailedError) as caught:
+        graph.invoke({"input": "q"})
+    assert caught.value.failed_rule_ids == ["R-002"]
+    lenient = build_tag_graph(_executor(), judge_llm=FakeChatModel(respond=respond), rules=rules)
+    assert lenient.invoke({"input": "q"})["retrieved"] == []
+    retriever, _ = make_retriever("relevance", rules=rules, judge_llm=FakeChatModel(respond=respond), strict=True)
+    with pytest.raises(JudgmentsFailedError):
+        retriever.invoke("q")  # type: ignore[union-attr]
 
 
 def test_builder_errors() -> None:

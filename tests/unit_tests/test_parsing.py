@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 
 import pytest
 from langchain_core.messages import AIMessage
 
-from langchain_tag.parsing import ParseError, parse_json_object, parse_verdict, yes_probability
+from langchain_tag.parsing import ParseError, parse_json_items, parse_json_object, parse_verdict, yes_probability
+from tests.unit_tests.faults import MALFORMED_LOGPROBS
 
 
 @pytest.mark.parametrize(
@@ -80,3 +83,94 @@ def test_logprobs_without_yes_or_no_fall_back_to_text() -> None:
     msg.content = "NO"
     verdict = parse_verdict(msg)
     assert verdict.applies is False and verdict.source == "text"
+
+
+# Replies a lenient reader took for verdicts: each must be refused, never read as YES or NO.
+NOT_VERDICTS = [
+    "It applies only to other inputs; here it does not.",
+    "Yes, no.",
+    '{"verdict": ["YES"]}',
+    "Not sure.",
+    '{"verdict": "YES", "applicable": false}',
+    '{"applicable": "yes"}',
+    "The answer is yes.",
+    "Sure! YES",
+    "n",
+]
+
+
+@pytest.mark.parametrize("text", NOT_VERDICTS)
+def test_a_reply_that_is_not_one_clear_answer_is_refused(text: str) -> None:
+    with pytest.raises(ParseError, match="no YES/NO verdict"):
+        parse_verdict(AIMessage(content=text))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Answer: YES (45 days is more than 30)", True),
+        ("**No**", False),
+        ("NO. The statement is not true of the input.", False),
+        ('```json\n{"verdict": "yes"}\n```', True),
+        ('{"relevant": false}', False),
+    ],
+)
+def test_a_first_word_or_typed_json_field_is_read(text: str, expected: bool) -> None:
+    assert parse_verdict(AIMessage(content=text)).applies is expected
+
+
+def _logprobs(content: object) -> AIMessage:
+    return AIMessage(content="YES", response_metadata={"logprobs": {"content": content}})
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED_LOGPROBS))
+def test_malformed_logprobs_are_a_parse_error_never_a_crash_or_a_verdict(kind: str) -> None:
+    with pytest.raises(ParseError, match="malformed logprobs"):
+        parse_verdict(_logprobs(MALFORMED_LOGPROBS[kind]))
+
+
+def test_logprobs_absent_or_empty_fall_back_to_the_text() -> None:
+    for metadata in ({}, {"logprobs": None}, {"logprobs": {"content": None}}, {"logprobs": {"content": []}}):
+        assert parse_verdict(AIMessage(content="NO", response_metadata=metadata)).source == "text"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 100_000,
+        "[" * 60_000 + "]" * 60_000,
+        '{"x": ' + "[" * 20_000 + "]" * 20_000 + "}",
+        "x" * 70_000 + '{"spans": []}',
+    ],
+)
+def test_huge_or_deep_replies_are_refused_fast(text: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ParseError):
+        parse_json_object(text, expect_key="spans")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_repair_is_given_bounded_text_only() -> None:
+    start = time.perf_counter()
+    with contextlib.suppress(ParseError):
+        parse_json_object('{"spans": "' + '"' * 31_000, expect_key="spans")  # the costliest shape found for repair
+    with pytest.raises(ParseError):
+        parse_json_object('{"spans": "' + '"' * 40_000, expect_key="spans")
+    assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"spans": [{"text": "a"}, {"text": "b',  # inside a string
+        '{"spans": [{"text": "a"}, {"text":',  # after a colon
+        '{"spans": [{"text": "a"},',  # after a comma
+    ],
+)
+def test_a_list_cut_inside_an_item_is_refused(text: str) -> None:
+    with pytest.raises(ParseError, match="cut off inside an item"):
+        parse_json_items(text, "spans")
+
+
+def test_a_list_cut_after_a_complete_item_is_closed() -> None:
+    assert parse_json_items('{"spans": [{"text": "a"}, {"text": "b"}', "spans") == [{"text": "a"}, {"text": "b"}]

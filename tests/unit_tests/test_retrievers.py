@@ -10,6 +10,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
+from langchain_tag.errors import JudgmentsFailedError, TagError
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.similarity import in_memory_chroma
@@ -54,6 +55,80 @@ def test_failures_are_reported_in_metadata(rules: list[Rule]) -> None:
     docs = ApplicabilityRetriever(llm=FakeChatModel(respond=respond), rules=rules).invoke("q")
     assert [d.id for d in docs] == ["R-001"]
     assert docs[0].metadata["tag_failed_rule_ids"] == "R-004"
+
+
+def _garbled(rule_ids: set[str], yes: set[str] = frozenset()) -> FakeChatModel:  # type: ignore[assignment]
+    """A judge whose replies for ``rule_ids`` cannot be read; YES for ``yes``, NO for the rest."""
+
+    def respond(text: str) -> str:
+        rule_id = judged_rule_id(text)
+        return "¯\\_(ツ)_/¯" if rule_id in rule_ids else ("YES" if rule_id in yes else "NO")
+
+    return FakeChatModel(respond=respond)
+
+
+class _Events(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.events.append((name, data))
+
+
+def test_failed_ids_reach_the_caller_when_nothing_matched(rules: list[Rule], caplog: pytest.LogCaptureFixture) -> None:
+    retriever = ApplicabilityRetriever(llm=_garbled({"R-002", "R-004"}), rules=rules)
+    events = _Events()
+    with caplog.at_level("WARNING", logger="langchain_tag.matcher"):
+        docs = retriever.invoke("q", config={"callbacks": [events]})
+    assert docs == []
+    assert retriever.last_match is not None
+    assert [j.rule_id for j in retriever.last_match.failed] == ["R-002", "R-004"]
+    assert "R-002, R-004" in caplog.text and "counted as NO" in caplog.text
+    assert [(name, data["failed_rule_ids"]) for name, data in events.events] == [
+        ("tag_judgments_failed", ["R-002", "R-004"])
+    ]
+
+
+async def test_async_failed_ids_reach_the_caller_when_nothing_matched(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=_garbled({"R-003"}), rules=rules)
+    events = _Events()
+    assert await retriever.ainvoke("q", config={"callbacks": [events]}) == []
+    assert retriever.last_match is not None and [j.rule_id for j in retriever.last_match.failed] == ["R-003"]
+    assert [data["failed_rule_ids"] for _, data in events.events] == [["R-003"]]
+
+
+def test_no_failure_no_event_and_last_match_is_kept(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001"}), rules=rules)
+    assert retriever.last_match is None
+    events = _Events()
+    retriever.invoke("q", config={"callbacks": [events]})
+    assert events.events == []
+    assert retriever.last_match is not None and retriever.last_match.failed == []
+    assert [j.rule_id for j in retriever.last_match.matched] == ["R-001"]
+
+
+def test_strict_raises_with_the_failed_ids_and_the_result(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=_garbled({"R-004"}, yes={"R-001"}), rules=rules, strict=True)
+    with pytest.raises(JudgmentsFailedError, match=r"1 of 5 judgments .* failed after 2 attempt\(s\): R-004") as caught:
+        retriever.invoke("q")
+    assert isinstance(caught.value, TagError)
+    assert caught.value.failed_rule_ids == ["R-004"]
+    assert [j.rule_id for j in caught.value.result.matched] == ["R-001"]
+    assert retriever.last_match is caught.value.result
+    with pytest.raises(JudgmentsFailedError):
+        retriever.match("q")
+
+
+async def test_strict_raises_on_the_async_path(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=_garbled({"R-005"}), rules=rules, strict=True)
+    with pytest.raises(JudgmentsFailedError) as caught:
+        await retriever.ainvoke("q")
+    assert caught.value.failed_rule_ids == ["R-005"]
+
+
+def test_strict_passes_when_every_judgment_was_read(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-002"}), rules=rules, strict=True)
+    assert [d.id for d in retriever.invoke("q")] == ["R-002"]
 
 
 def test_match_gives_full_result(rules: list[Rule]) -> None:

@@ -142,3 +142,32 @@ async def test_async_path_uses_the_cache(rule_docs: list[Document]) -> None:
     await retriever.amatch(QUERY)
     again = await retriever.amatch(QUERY)
     assert judge.calls == 5 and again.cache_hits == 5
+
+
+UNREADABLE = ["It applies only to other inputs; here it does not.", "Yes, no.", '{"verdict": ["YES"]}', "Not sure."]
+
+
+@pytest.mark.parametrize("reply", UNREADABLE)
+def test_an_unreadable_reply_is_never_cached_and_a_healthy_server_is_asked_again(
+    reply: str, rules: list[Rule], tmp_path: Path
+) -> None:
+    cache = SQLiteVerdictCache(tmp_path / "verdicts.sqlite")
+    broken = FakeChatModel(respond=lambda text: reply)
+    result = PairwiseJudge(broken, cache=cache, retry_backoff=0.0).judge(QUERY, rules)
+    assert not result.matched and len(result.failed) == 5 and broken.calls == 10  # retried once each
+    assert len(cache) == 0
+    healthy = fake_judge({"R-004"})
+    again = PairwiseJudge(healthy, cache=cache).judge(QUERY, rules)
+    assert healthy.calls == 5 and again.cache_hits == 0
+    assert [j.rule_id for j in again.matched] == ["R-004"] and not again.failed
+
+
+def test_a_cached_probability_that_is_not_one_is_judged_again(rules: list[Rule]) -> None:
+    judge = fake_judge({"R-004"}, with_logprobs=True)
+    cache = InMemoryVerdictCache()
+    first = PairwiseJudge(judge, cache=cache)
+    keys = first._start(QUERY, rules)[2]
+    for key in keys:
+        cache.put(key, CachedVerdict(True, float("nan"), "YES"))  # as an older reader stored it
+    result = first.judge(QUERY, rules)
+    assert judge.calls == 5 and result.cache_hits == 0 and [j.rule_id for j in result.matched] == ["R-004"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
@@ -13,7 +15,7 @@ from langchain_tag.errors import ProviderError
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.extraction.report import ExtractionResult
 from langchain_tag.testing import FakeChatModel, Reply, fake_extraction_reply
-from tests.unit_tests.faults import FAULTS, injecting
+from tests.unit_tests.faults import FAULTS, CountingEndpoint, injecting
 
 POLICY = """Refunds
 =======
@@ -92,7 +94,7 @@ def test_malformed_reply_in_any_phase_is_retried_then_skipped_and_reported(phase
     if kind == "ids that do not exist" and phase == 3:  # one rule per unit, in order: repaired by position
         assert [r.model_dump() for r in result.rules] == [r.model_dump() for r in CLEAN.rules]
         return
-    if kind == "ids that do not exist" and phase != 1:
+    if kind == "ids that do not exist" and phase == 4:
         assert any("unknown" in n for n in report.notes)
     else:
         assert {f.phase for f in report.failures} == {phase}
@@ -182,3 +184,53 @@ async def test_async_path_handles_faults_the_same_way() -> None:
         await RuleDocumentTransformer(FakeChatModel(respond=lambda t: FAULTS["reset"]()), retry_backoff=0.0).aextract(
             [Document(page_content=POLICY, id="policy")]
         )
+
+
+@pytest.mark.parametrize("phase", [1, 2, 3, 4])
+@pytest.mark.parametrize("fault", ["429", "garbage"])
+def test_requests_per_prompt_for_each_fault_class_with_a_default_chat_openai(phase: int, fault: str) -> None:
+    endpoint = CountingEndpoint(
+        lambda text: (429 if fault == "429" else "Sorry.") if _targets(phase)(text) else fake_extraction_reply(text)
+    )
+    transformer = RuleDocumentTransformer(endpoint.model(), retry_backoff=0.0)  # max_retries left at None
+    result = transformer.extract([Document(page_content=POLICY, id="policy")])
+    assert {f.phase for f in result.report.failures} == {phase}
+    # A 429 is retried by the client only (1 + 2); garbage by the call runner only (1 + 1); no pass sends it again.
+    assert endpoint.most_requests(_targets(phase)) == (3 if fault == "429" else 2)
+    assert endpoint.most_requests(lambda text: not _targets(phase)(text)) == 1
+
+
+TRUNCATED_OR_WRONG: dict[str, Callable[[str], str]] = {
+    "cut to 60 %": lambda good: good[: len(good) * 6 // 10],
+    "wrong field": lambda good: good.replace('"label"', '"kind"'),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TRUNCATED_OR_WRONG))
+def test_a_lossy_phase1_reply_is_a_failure_never_stored_and_a_rerun_recovers_every_rule(
+    kind: str, tmp_path: Path
+) -> None:
+    store = tmp_path / "store.sqlite"
+    lossy = injecting(fake_extraction_reply, when=_targets(1), fault=lambda t, g: TRUNCATED_OR_WRONG[kind](g))
+    broken, _ = _run(lossy, store=store)
+    assert {(f.phase, f.attempts) for f in broken.report.failures} == {(1, 2)}
+    assert "failed calls" in broken.report.summary()
+    healthy, llm = _run(fake_extraction_reply, store=store)
+    assert [r.model_dump() for r in healthy.rules] == [r.model_dump() for r in CLEAN.rules]
+    assert not healthy.report.failures and llm.calls >= 1  # the failed call was not stored, so it is sent again
+
+
+@pytest.mark.parametrize("reply", ["{" * 100_000, "[" * 100_000 + "]" * 100_000, '{"labels": ' * 20_000])
+def test_huge_or_deeply_nested_replies_fail_fast_without_crashing(reply: str) -> None:
+    start = time.perf_counter()
+    result, _ = _run(injecting(fake_extraction_reply, when=_targets(3), fault=lambda t, g: reply))
+    assert {f.phase for f in result.report.failures} == {3}
+    assert time.perf_counter() - start < 10
+
+
+def test_a_document_of_headings_only_gives_no_rules_and_no_crash() -> None:
+    result = RuleDocumentTransformer(FakeChatModel(respond=fake_extraction_reply)).extract(
+        [Document(page_content="Policy\n======\n\nScope\n-----\n", id="headings")]
+    )
+    assert result.rules == [] and not result.report.failures
+    assert any("headings only" in n for n in result.report.notes)

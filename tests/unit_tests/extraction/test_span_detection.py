@@ -77,8 +77,21 @@ def test_a_reply_missing_a_sentence_is_a_parse_error_not_a_silent_loss() -> None
 
 
 def test_labels_in_order_without_numbers_are_read() -> None:
-    reply = json.dumps({"labels": [{"label": "Prohibition"}, {"label": ""}]})
+    reply = json.dumps({"labels": [{"label": "Prohibition"}, {"label": "background"}]})
     assert parse_labels(reply, count=2) == ["prohibition", "background"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"labels": [{"n": 1, "label": "prohibition"}, {"n": 2, "label": ""}]},  # empty
+        {"labels": [{"n": 1, "kind": "prohibition"}, {"n": 2, "kind": "background"}]},  # wrong field
+        {"labels": [{"n": 1, "label": "prohibition"}, {"n": 2, "label": "prohi"}]},  # cut inside the label
+    ],
+)
+def test_a_label_that_is_empty_unknown_or_under_a_wrong_field_is_a_parse_error(reply: dict) -> None:
+    with pytest.raises(ParseError, match="no known label"):
+        parse_labels(json.dumps(reply), count=2)
 
 
 def test_paragraph_spans_when_phase_one_is_off() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 
 import pytest
 from langchain_core.documents import Document
@@ -142,42 +143,39 @@ def test_spans_are_the_labelled_sentences_verbatim_and_background_gives_none() -
     assert all(POLICY[s.start : s.end] == s.text for s in result.spans)
 
 
-def test_uncovered_span_is_re_extracted_once_in_phase5() -> None:
-    seen: dict[str, int] = {}
+def _dropping(times: int | None) -> tuple[FakeChatModel, Callable[[], int]]:
+    """A fake extractor whose phase-3 replies leave out the "twice" unit, the first ``times`` times (``None``: always)."""
+    seen = {"n": 0}
     lock = threading.Lock()
 
     def respond(text: str) -> str:
         reply = fake_extraction_reply(text)
-        if 'Return {"rules"' not in text:
+        if 'Return {"rules"' not in text or "twice" not in text:
             return reply
-        kept = []
-        for rule in json.loads(reply)["rules"]:
-            with lock:
-                seen[rule["action"]] = seen.get(rule["action"], 0) + 1
-                count = seen[rule["action"]]
-            if "twice" in rule["action"] and count <= 2:
-                continue  # phase 3 and its retry leave this unit out
-            kept.append(rule)
-        return json.dumps({"rules": kept})
-
-    result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
-    report = result.report
-    assert any("twice" in r.source_text for r in result.rules)  # recovered by phase 5's pass
-    assert report.coverage == 1.0 and not report.uncovered_spans
-    assert any("no rule for" in n for n in report.notes)
-    assert len({r.rule_id for r in result.rules}) == len(result.rules)
-
-
-def test_span_still_uncovered_after_the_pass_is_reported() -> None:
-    def respond(text: str) -> str:
-        reply = fake_extraction_reply(text)
-        if 'Return {"rules"' not in text:
-            return reply
+        with lock:
+            seen["n"] += 1
+            if times is not None and seen["n"] > times:
+                return reply
         return json.dumps({"rules": [r for r in json.loads(reply)["rules"] if "twice" not in r["action"]]})
 
-    report = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()]).report
-    assert [s.text for s in report.uncovered_spans] == ["Customers must never be charged twice for shipping."]
-    assert report.coverage == pytest.approx(3 / 4)
+    return FakeChatModel(respond=respond), lambda: seen["n"]
+
+
+def test_a_rules_reply_missing_a_unit_is_a_failed_call_retried_once() -> None:
+    llm, sent = _dropping(times=1)
+    result = RuleDocumentTransformer(llm, retry_backoff=0.0).extract([_doc()])
+    assert any("twice" in r.source_text for r in result.rules)  # recovered by the call's retry
+    assert result.report.coverage == 1.0 and not result.report.failures
+    assert sent() == 2
+
+
+def test_a_unit_still_missing_after_the_retry_is_reported_and_never_sent_again() -> None:
+    llm, sent = _dropping(times=None)
+    report = RuleDocumentTransformer(llm, retry_backoff=0.0).extract([_doc()]).report
+    assert "Customers must never be charged twice for shipping." in [s.text for s in report.uncovered_spans]
+    assert [(f.phase, f.attempts) for f in report.failures] == [(3, 2)]
+    assert "complete rules for" in report.failures[0].error and any("no rule for" in n for n in report.notes)
+    assert sent() == 2  # no second pass and no phase-5 redo of a failed call
 
 
 def test_concurrency_is_bounded() -> None:
