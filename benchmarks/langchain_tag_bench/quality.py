@@ -721,6 +721,7 @@ def _extract(
             domain=quality_set.domain,
             task_input=quality_set.task_input,
             max_concurrency=max_concurrency,
+            units_per_call=1,  # the demo's setting: one statement per phase-3 call suits small models
             store=store,
         )
     result = transformer.extract([quality_set.policy])
