@@ -26,7 +26,8 @@ arguments to :meth:`ModelConfig.from_env`:
                                           (429), 5xx or dropped request, with
                                           exponential backoff and jitter
                                           (default 2)
-``LANGCHAIN_TAG_TIMEOUT``                 request timeout in seconds (300)
+``LANGCHAIN_TAG_TIMEOUT``                 deadline of each HTTP request in
+                                          seconds, reply body included (300)
 ``LANGCHAIN_TAG_REQUESTS_PER_SECOND``     client-side rate limit shared by all
                                           models of the process (unset: none)
 ``LANGCHAIN_TAG_CONTEXT_TOKENS``          the endpoint model's context window,
@@ -37,9 +38,12 @@ arguments to :meth:`ModelConfig.from_env`:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
-from collections.abc import Mapping
+import sys
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,6 +64,7 @@ __all__ = [
     "get_chat_model",
     "get_embeddings",
     "rate_limiter",
+    "request_deadline_hooks",
 ]
 
 Provider = Literal["local", "openai"]
@@ -100,7 +105,9 @@ class ModelConfig:
         model: Model name at the endpoint.
         judge_model: Model name for the judge role; ``None`` means ``model``.
         judge_logprobs: Whether the judge requests token log-probabilities.
-        timeout: Request timeout in seconds.
+        timeout: Deadline of each HTTP request in seconds, from sending it
+            to the last byte of the reply (a reply that trickles in is cut
+            at the deadline, see :func:`request_deadline_hooks`).
         max_retries: Retries on transient request errors (timeouts, 429,
             5xx, connection errors), done by the OpenAI client with
             exponential backoff and jitter; TAG's own retries then do not
@@ -274,6 +281,13 @@ def get_chat_model(
         "timeout": cfg.timeout,
         "max_retries": cfg.max_retries,
     }
+    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
+
+    # The client's own timeout bounds each read; these hooks bound the whole request.
+    kwargs["http_client"] = DefaultHttpxClient(event_hooks=request_deadline_hooks(cfg.timeout))
+    kwargs["http_async_client"] = DefaultAsyncHttpxClient(
+        event_hooks=request_deadline_hooks(cfg.timeout, asynchronous=True)
+    )
     if cfg.requests_per_second is not None:
         kwargs["rate_limiter"] = rate_limiter(cfg.requests_per_second)
     if cfg.provider == "local":
@@ -339,6 +353,101 @@ def _remote_endpoint(cfg: ModelConfig, role: Role) -> dict[str, Any]:
     if cfg.base_url is not None:
         endpoint["base_url"] = cfg.base_url
     return endpoint
+
+
+_DEADLINE = "langchain_tag_deadline"
+
+
+def request_deadline_hooks(total: float, *, asynchronous: bool = False) -> dict[str, list[Callable[[Any], Any]]]:
+    """HTTP client event hooks that give every request an overall deadline of ``total`` seconds.
+
+    An HTTP client's timeout bounds each read, so a server that sends its
+    reply a few bytes at a time can hold a request open far longer. These
+    hooks stamp each request with a deadline and cut its reply when the
+    deadline passes, raising the client library's ``ReadTimeout`` (which the
+    OpenAI client treats as a timeout: retried within its ``max_retries``,
+    then ``APITimeoutError``). The async hooks cut the reply at the deadline
+    exactly; the sync ones at the first chunk that arrives after it, so a
+    sync request can overrun by at most one read.
+
+    Pass them to the OpenAI client's HTTP client, e.g.
+    ``openai.DefaultHttpxClient(event_hooks=request_deadline_hooks(30))``;
+    :func:`get_chat_model` does so with ``LANGCHAIN_TAG_TIMEOUT``.
+
+    Args:
+        total: Seconds from sending a request to the end of its reply.
+        asynchronous: Hooks for an async client.
+
+    Raises:
+        ValueError: When ``total`` is not positive.
+    """
+    if total <= 0:
+        raise ValueError(f"the request deadline must be positive, got {total}")
+
+    def stamp(request: Any) -> None:
+        request.extensions[_DEADLINE] = time.monotonic() + total
+
+    def bound(response: Any) -> None:
+        request = response.request
+        deadline = request.extensions.get(_DEADLINE, time.monotonic() + total)
+        sync_stream, async_stream = _deadline_streams(sys.modules[type(response).__module__.split(".")[0]])
+        stream = async_stream if asynchronous else sync_stream
+        response.stream = stream(response.stream, deadline, request, total)
+        if time.monotonic() > deadline:
+            raise response.stream.expired()
+
+    if not asynchronous:
+        return {"request": [stamp], "response": [bound]}
+
+    async def astamp(request: Any) -> None:
+        stamp(request)
+
+    async def abound(response: Any) -> None:
+        bound(response)
+
+    return {"request": [astamp], "response": [abound]}
+
+
+@functools.cache
+def _deadline_streams(lib: Any) -> tuple[type, type]:
+    """Reply streams of the HTTP library ``lib`` (``httpx`` or its successor) that stop at a deadline."""
+
+    class _Deadline:
+        def __init__(self, inner: Any, deadline: float, request: Any, total: float) -> None:
+            self.inner, self.deadline, self.request, self.total = inner, deadline, request, total
+
+        def expired(self) -> BaseException:
+            return lib.ReadTimeout(f"the reply did not complete within {self.total:g} s", request=self.request)
+
+    class SyncDeadlineStream(_Deadline, lib.SyncByteStream):
+        def __iter__(self) -> Any:
+            for chunk in self.inner:
+                if time.monotonic() > self.deadline:
+                    raise self.expired()
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class AsyncDeadlineStream(_Deadline, lib.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            chunks = self.inner.__aiter__()
+            while True:
+                remaining = self.deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self.expired()
+                try:
+                    chunk = await asyncio.wait_for(chunks.__anext__(), remaining)
+                except StopAsyncIteration:
+                    return
+                except asyncio.TimeoutError:
+                    raise self.expired() from None
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return SyncDeadlineStream, AsyncDeadlineStream
 
 
 @functools.cache

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from langchain_tag.extraction.dedup import Relation, apply_relations, collect_relations, tag_groups
 from langchain_tag.rules import Rule
 
@@ -64,3 +66,26 @@ def test_chained_duplicates_collapse_into_the_first() -> None:
     out = apply_relations(rules, rels)
     assert [r.rule_id for r in out.rules] == ["R-001"]
     assert out.merged == {"R-002": "R-001", "R-003": "R-001"}
+
+
+def test_phase_4_calls_grow_at_most_linearly_with_rules_sharing_a_tag() -> None:
+    counts = {n: len(tag_groups([_rule(i, ["style"]) for i in range(n)])) for n in (100, 200, 400, 800, 1418)}
+    assert counts[1418] == 141  # was 10,011: every pair of 142 blocks
+    assert all(calls <= n // 10 for n, calls in counts.items())
+    assert all(counts[2 * n] <= 2 * counts[n] + 1 for n in (100, 200, 400))  # doubling the rules doubles the calls
+
+
+def test_large_tag_groups_compare_neighbours_and_cover_every_rule() -> None:
+    rules = [_rule(i, ["style", "naming" if i % 2 else "layout"]) for i in range(100)]
+    groups = tag_groups(rules, block=10, exhaustive=40)
+    assert all(2 <= len(g) <= 20 for g in groups)
+    compared = {r.rule_id for g in groups for r in g}
+    assert compared == {r.rule_id for r in rules}
+    # Rules sharing their other tag end up together: the "naming" rules of "style" share sets.
+    naming = {r.rule_id for r in rules if "naming" in r.category_tags}
+    assert any({r.rule_id for r in g} <= naming for g in groups)
+
+
+def test_group_size_limits_are_checked() -> None:
+    with pytest.raises(ValueError, match="block must be >= 1"):
+        tag_groups([_rule(1, ["x"])], block=0)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx2
+import openai
 import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from langchain_tag.local import models, weights
 from langchain_tag.local import server as local_server
-from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings
+from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings, request_deadline_hooks
 from langchain_tag.local.server import LocalLlamaServer, LocalServerError
 
 DUMMY_URL = "http://llm.invalid:8000/v1"
@@ -294,3 +299,71 @@ def test_missing_extras_are_named_by_their_one_pip_install(monkeypatch: pytest.M
     with pytest.raises(MissingExtraError, match=re.escape('pip install "langchain-tag[openai]"')) as info:
         get_chat_model(ModelConfig(provider="openai", base_url=DUMMY_URL, model="m"))
     assert "\n" not in str(info.value)
+
+
+class _Trickle(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """A chat-completions reply that arrives in 40 pieces, one every 50 ms (2 s in all)."""
+
+    def __init__(self) -> None:
+        body = json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "YES"}, "finish_reason": "stop"}],
+            }
+        ).encode()
+        step = len(body) // 40 + 1
+        self.pieces = [body[i : i + step] for i in range(0, len(body), step)]
+
+    def __iter__(self) -> Any:
+        for piece in self.pieces:
+            time.sleep(0.05)
+            yield piece
+
+    async def __aiter__(self) -> Any:
+        for piece in self.pieces:
+            await asyncio.sleep(0.05)
+            yield piece
+
+
+def _trickling(request: httpx2.Request) -> httpx2.Response:
+    return httpx2.Response(200, headers={"content-type": "application/json"}, stream=_Trickle())
+
+
+def _trickled_model(total: float | None) -> ChatOpenAI:
+    hooks = {} if total is None else request_deadline_hooks(total)
+    ahooks = {} if total is None else request_deadline_hooks(total, asynchronous=True)
+    return ChatOpenAI(
+        model="m",
+        base_url="http://llm.example.test/v1",
+        api_key="k",
+        timeout=0.4,  # each read is far quicker than this
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(_trickling), event_hooks=hooks),
+        http_async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(_trickling), event_hooks=ahooks),
+    )
+
+
+def test_a_trickled_reply_is_cut_at_the_request_deadline() -> None:
+    assert _trickled_model(None).invoke("q").content == "YES"  # per-read timeouts alone let it through
+    start = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        _trickled_model(0.4).invoke("q")
+    assert time.monotonic() - start < 1.0
+
+
+async def test_a_trickled_reply_is_cut_at_the_request_deadline_async() -> None:
+    start = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        await _trickled_model(0.4).ainvoke("q")
+    assert time.monotonic() - start < 0.8
+
+
+def test_langchain_tag_timeout_is_the_request_deadline() -> None:
+    llm = get_chat_model(_remote(timeout=2.0), role="judge")
+    for client in (llm.http_client, llm.http_async_client):  # type: ignore[attr-defined]
+        assert client.event_hooks["request"] and client.event_hooks["response"]
+    with pytest.raises(ValueError, match="deadline must be positive"):
+        request_deadline_hooks(0)
