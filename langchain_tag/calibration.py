@@ -6,9 +6,11 @@ and everything on another. A :class:`Calibration` maps the raw P(YES) to a
 calibrated score in two steps, both optional:
 
 1. **Per rule, label-free** (``reference_inputs``): the judge is also asked
-   about each rule on content-free reference inputs (for example ``"N/A"``),
-   and the rule's own bias, the mean log-odds it gives there, is subtracted
-   (contextual calibration). These reference judgments are ordinary
+   about each rule on reference inputs, and the rule's own bias, the mean
+   log-odds it gives there, is subtracted (contextual calibration). The
+   shipped defaults use :data:`TYPICAL_INPUTS`, a few unremarkable inputs of
+   several kinds; content-free ones such as ``"N/A"`` or a sample of your own
+   typical inputs work too. These reference judgments are ordinary
    judgments: they go through the verdict cache, so each costs one call per
    rule, model and prompt version, once.
 2. **Global** (``method``): ``"identity"``; ``"threshold"`` (a shift of the
@@ -36,6 +38,7 @@ from langchain_tag.errors import TagError
 
 __all__ = [
     "DEFAULT_CALIBRATIONS",
+    "TYPICAL_INPUTS",
     "Calibration",
     "CalibrationError",
     "Method",
@@ -81,9 +84,9 @@ class Calibration:
             the rule's reference log-odds (when ``reference_inputs`` is set).
         intercept: See ``slope``.
         points: Isotonic: ``(x, score)`` steps, ``x`` ascending.
-        reference_inputs: Inputs each rule is also judged on, once: content-free
-            ones such as ``"N/A"`` (the rule's own bias), or a sample of
-            typical unlabelled inputs. Their mean log-odds per rule is
+        reference_inputs: Inputs each rule is also judged on, once: typical
+            unlabelled inputs (:data:`TYPICAL_INPUTS`, or a sample of your
+            own), or content-free ones such as ``"N/A"``. Their mean log-odds per rule is
             subtracted first (empty: no per-rule step).
         standardise: Also divide by the spread (standard deviation, at least
             ``min_spread``) of the rule's log-odds over the reference inputs,
@@ -343,19 +346,43 @@ def expected_calibration_error(scores: Sequence[float], labels: Sequence[bool], 
     return sum(abs(b[0] - b[1]) for b in totals if b[2]) / len(scores)
 
 
+TYPICAL_INPUTS: tuple[str, ...] = (
+    "class Point:\n    def __init__(self, x: float, y: float) -> None:\n        self.x = x\n        self.y = y\n\n"
+    "    def norm(self) -> float:\n        return (self.x ** 2 + self.y ** 2) ** 0.5",
+    'def load_rows(path):\n    rows = []\n    with open(path, newline="") as fh:\n        for row in csv.reader(fh):\n'
+    "            rows.append(row)\n    return rows",
+    'import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--n", type=int, default=3)\n'
+    "args = parser.parse_args()\nresult = sum(range(args.n))",
+    "def test_merge_sorted():\n    assert merge([1, 3], [2]) == [1, 2, 3]\n    assert merge([], []) == []",
+    "Hi Dana, the quarterly figures are attached. Revenue rose 4% on last year; costs were flat. Let me know if you "
+    "need the breakdown by region.",
+    "The bridge, completed in 1932, spans 503 metres and carries six lanes of traffic.",
+    "The Tenant shall pay the rent on the first day of each month by bank transfer to the account named in Schedule 2.",
+    "Team A trades Player X, who earns $12 million this season, to Team B for a second-round pick.",
+)
+"""Ordinary inputs of several kinds (code, a message, an encyclopedia sentence, a contract clause, a case).
+
+The shipped calibrations use them as per-rule references: a rule's mean
+log-odds over these inputs is the level its judge answers at for an input
+that has nothing special, so a rule matches when an input stands out from
+that level. They are written to be unremarkable, not to break or follow any
+particular rule set, and are judged once per rule (through the verdict cache).
+"""
+
 DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
-    # Fitted on the development split of the benchmark's demo-policy set (26 labelled snippets x 12 rules
-    # extracted by the same model with extraction prompts v10): content-free references, Platt, and the
-    # threshold with the best development F1. `langchain-tag bench` results in benchmarks/README.md.
+    # Fitted on the development split of the benchmark's demo-policy set (26 labelled snippets x 10 rules
+    # extracted by the same model with extraction prompts v11): each rule's mean log-odds over TYPICAL_INPUTS
+    # subtracted, Platt, and the threshold with the best development F1. `langchain-tag bench quality`
+    # results in benchmarks/README.md.
     "qwen2.5-coder-1.5b": Calibration(
         method="platt",
-        slope=4.45,
-        intercept=-3.42,
-        reference_inputs=("N/A", ""),
-        threshold=0.34,
+        slope=5.64,
+        intercept=-3.91,
+        reference_inputs=TYPICAL_INPUTS,
+        threshold=0.145,
         model="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        prompt_version="judge-applicability-v5",  # fitted with v4; v5 differs only on fence-like lines
-        note="Qwen2.5-Coder-1.5B default: per-rule content-free reference, Platt fit on development data",
+        prompt_version="judge-applicability-v5",
+        note="Qwen2.5-Coder-1.5B default: per-rule reference over typical inputs, Platt fit on development data",
     ),
 }
 """Shipped defaults per judge model family, keyed by a lower-case fragment of the model identity."""

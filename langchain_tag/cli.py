@@ -162,6 +162,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         embeddings=get_embeddings(),
         k=args.k,
         store=None if args.no_cache or args.refresh else default_cache_dir() / "extraction-store.sqlite",
+        verdicts=None if args.no_cache or args.refresh else default_cache_dir() / "demo-verdicts.sqlite",
     )
     return 0
 
@@ -235,7 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="TAG next to Chroma similarity on a short example policy, offline")
     p.add_argument("--k", type=int, default=2, help="top-k of the similarity column")
-    p.add_argument("--refresh", action="store_true", help="extract the rules afresh, ignoring the extraction store")
+    p.add_argument(
+        "--refresh", action="store_true", help="extract and judge afresh, ignoring the extraction store and verdict cache"
+    )
     p.add_argument("--no-cache", action="store_true", help="same as --refresh (kept for old scripts)")
     p.set_defaults(func=_cmd_demo)
 

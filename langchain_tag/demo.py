@@ -25,6 +25,7 @@ from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rules_to_documents
 from langchain_tag.similarity import similarity_retriever
+from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 
 __all__ = [
     "DEMO_INPUTS",
@@ -100,6 +101,7 @@ def run_demo(
     inputs: tuple[str, ...] | list[str] = DEMO_INPUTS,
     k: int = 2,
     store: Path | None = None,
+    verdicts: Path | None = None,
     out: TextIO = sys.stdout,
     log: TextIO = sys.stderr,
 ) -> list[DemoRow]:
@@ -115,6 +117,9 @@ def run_demo(
         store: The extraction store (SQLite) that keeps finished extraction
             calls, so a later run reuses them and gives the same rules
             (None: extract afresh and keep nothing).
+        verdicts: A SQLite verdict cache, so a later run makes no judgment
+            it made before, the calibration's reference judgments included
+            (None: judgments are kept in memory for this run only).
         out: Stream for the comparison.
         log: Stream for progress lines.
 
@@ -126,7 +131,8 @@ def run_demo(
     rules = _rules(extractor, policy, store, log, start)
     if not rules:
         raise RuntimeError("no rules were extracted from the demo policy; run with --refresh or --debug to see why")
-    retriever = ApplicabilityRetriever(llm=judge, rules=rules_to_documents(rules), max_concurrency=1)
+    cache = SQLiteVerdictCache(verdicts) if verdicts is not None else InMemoryVerdictCache()
+    retriever = ApplicabilityRetriever(llm=judge, rules=rules_to_documents(rules), max_concurrency=1, cache=cache)
     _log(log, start, describe_calibration(retriever))
     _log(log, start, f"indexing the policy in Chroma ({k} most similar 500-character chunks per input)")
     similar = similarity_retriever([policy], embeddings, k=k)

@@ -514,7 +514,7 @@ class QualityRun:
         judge_model: The judge's identity (``None`` without a judge).
         threshold: The ``tag`` row's decision threshold, when judged.
         new_records: Records written by this call.
-        judge_calls: Judge calls made by this call, the content-free reference judgments included.
+        judge_calls: Judge calls made by this call, the calibration's reference judgments included.
         seconds: Wall time of this call.
         notes: Remarks for the table.
     """
@@ -988,7 +988,7 @@ def quality_table(run: QualityRun) -> str:
         "(case, statement) pairs.",
         "- ECE: 10 bins, over (case, rule) pairs of rules that map to a statement; label: the case violates it.",
         "- `tag-raw` reuses the `tag` judgments (no calls of its own). Judge calls count the pairs judged for each "
-        "row's records; the content-free reference judgments of a calibration are made once per rule on top "
+        "row's records; the reference judgments of a calibration are made once per rule on top "
         f"(this call made {run.judge_calls:,} judge calls in all).",
         "- Correct polarity is a judge-based proxy, not a reading of the rule: a statement counts when a rule mapping "
         "to it has a higher mean raw P(YES) on the dev cases that violate the statement than on the other dev cases.",
