@@ -109,6 +109,6 @@ def test_the_local_judge_uses_its_shipped_calibration(retriever: ApplicabilityRe
     scores = {j.rule_id: (j.probability, j.score) for j in result.judgments}
     assert all(raw is not None and score is not None for raw, score in scores.values())
     mean, _ = retriever.judge.reference_log_odds(RULES[0])
-    assert mean is not None  # the content-free references were judged (once, through the verdict cache)
+    assert mean is not None  # the reference inputs were judged (once, through the verdict cache)
     other = {j.rule_id: j.score for j in retriever.match(INPUTS["M1"]).judgments}
     assert scores["W1"][1] > other["W1"], (scores, other)  # the rule stands out where it holds

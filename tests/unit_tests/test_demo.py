@@ -51,3 +51,14 @@ def test_second_run_reuses_the_extraction_store(tmp_path: Path) -> None:
     second = run_demo(**models, store=tmp_path / "store.sqlite", out=io.StringIO(), log=log)
     assert models["extractor"].calls == 0 and "reused from the store" in log.getvalue()
     assert [r.matched for r in second] == [r.matched for r in first]
+
+
+def test_second_run_reuses_the_verdict_cache(tmp_path: Path) -> None:
+    paths = {"store": tmp_path / "store.sqlite", "verdicts": tmp_path / "verdicts.sqlite"}
+    first_models = _models()
+    first = run_demo(**first_models, **paths, out=io.StringIO(), log=io.StringIO())
+    assert first_models["judge"].calls > 0
+    models = _models()
+    second = run_demo(**models, **paths, out=io.StringIO(), log=io.StringIO())
+    assert models["judge"].calls == 0
+    assert [r.matched for r in second] == [r.matched for r in first]
