@@ -55,6 +55,16 @@ def _parse_field(value: str) -> tuple[str, str]:
     return name.strip(), description.strip()
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _cmd_extract(args: argparse.Namespace) -> int:
     from langchain_tag.extraction import RuleDocumentTransformer
     from langchain_tag.loaders import load_document
@@ -67,6 +77,8 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     transformer = RuleDocumentTransformer(
         get_chat_model(role="extractor"),
         domain=args.domain,
+        task_input=args.task_input,
+        units_per_call=args.units_per_call,
         max_concurrency=args.max_concurrency,
         skip_phases=args.skip_phases or (),
         extra_fields=dict(args.field or []),
@@ -190,6 +202,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("documents", nargs="+", help="text, Markdown, reStructuredText, HTML or PDF files")
     p.add_argument("-o", "--output", required=True, help="rule file to write (JSONL)")
     p.add_argument("--domain", default="general policy", help='domain name given to the prompts, e.g. "PEP 8"')
+    p.add_argument(
+        "--task-input",
+        help='what the rules will be applied to, named in every phase, e.g. "a Python function" '
+        '(default: "whatever the rules are applied to")',
+    )
+    p.add_argument(
+        "--units-per-call",
+        type=_positive_int,
+        default=1,
+        help="atomic statements per phase-3 call (default: 1, which suits small local models; larger batches save calls)",
+    )
     p.add_argument("--skip-phases", type=_parse_phases, help="phases to switch off, e.g. 4,5")
     p.add_argument(
         "--field",

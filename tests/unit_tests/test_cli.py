@@ -155,3 +155,29 @@ def test_match_exits_3_with_a_summary_when_judgments_failed(
     assert main(["match", "x", "--rules", str(path), *(["--json"] if as_json else [])]) == EXIT_JUDGMENTS_FAILED
     err = capsys.readouterr().err
     assert "5 of 5 judgments failed and were counted NO: R-001, R-002, R-003, R-004, R-005" in err
+
+
+def test_extract_names_the_task_input_in_every_phase_and_batches_as_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from langchain_tag.testing import fake_extraction_reply, prompt_text
+
+    prompts: list[str] = []
+
+    def reply(text: str) -> str:
+        prompts.append(text)
+        return fake_extraction_reply(text)
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=reply))
+    doc = tmp_path / "policy.md"
+    doc.write_text("# Style\n\nNever use wildcard imports. Always use four spaces per indentation level.\n")
+    out = tmp_path / "rules.jsonl"
+    args = ["extract", str(doc), "-o", str(out), "--no-store", "--task-input", "a Python module under review"]
+    assert main(args) == 0
+    phase1 = [p for p in prompts if "label" in p.lower() and "Sentences:" in p]
+    phase3 = [p for p in prompts if "Statements to turn into rules" in p]
+    assert phase1 and phase3 and all("a Python module under review" in p for p in phase1 + phase3)
+    assert len(phase3) == 2 and all(p.count('"statement":') == 1 for p in phase3)  # one statement per call
+    with pytest.raises(SystemExit):
+        main(["extract", str(doc), "-o", str(out), "--units-per-call", "0"])
+    assert "expected a positive integer" in capsys.readouterr().err
