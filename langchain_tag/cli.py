@@ -65,6 +65,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
 def _cmd_extract(args: argparse.Namespace) -> int:
     from langchain_tag.extraction import RuleDocumentTransformer
     from langchain_tag.loaders import load_document
@@ -221,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=DESCRIPTION",
         help="an extra rule field to ask for (a domain schema), e.g. severity='low, medium or high'; repeatable",
     )
-    p.add_argument("--max-concurrency", type=int, default=2)
+    p.add_argument("--max-concurrency", type=_positive_int, default=2)
     p.add_argument("--report", help="also write the extraction report as JSON here")
     p.add_argument(
         "--store",
@@ -242,8 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
     p.add_argument("--raw", action="store_true", help="no calibration: threshold raw P(YES)")
-    p.add_argument("--k", type=int, help="return at most k rules, highest P(YES) first")
-    p.add_argument("--max-concurrency", type=int, default=4)
+    p.add_argument("--k", type=_non_negative_int, help="return at most k rules, highest P(YES) first")
+    p.add_argument("--max-concurrency", type=_positive_int, default=4)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_match)
 
@@ -253,12 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default="tag")
     p.add_argument("--source", nargs="*", help="source documents for the similarity mode's chunks")
     p.add_argument("--domain", choices=sorted(EXECUTOR_PROMPTS), default="generic")
-    p.add_argument("--k", type=int, default=10, help="top-k of the similarity mode")
-    p.add_argument("--max-concurrency", type=int, default=4)
+    p.add_argument("--k", type=_positive_int, default=10, help="top-k of the similarity mode")
+    p.add_argument("--max-concurrency", type=_positive_int, default=4)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("demo", help="TAG next to Chroma similarity on a short example policy, offline")
-    p.add_argument("--k", type=int, default=2, help="top-k of the similarity column")
+    p.add_argument("--k", type=_positive_int, default=2, help="top-k of the similarity column")
     p.add_argument(
         "--refresh", action="store_true", help="extract and judge afresh, ignoring the extraction store and verdict cache"
     )

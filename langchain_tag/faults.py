@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
     "backoff_delay",
+    "chat_model_of",
     "client_retries",
     "describe_error",
     "describe_model",
@@ -111,13 +112,31 @@ def is_transient(exc: BaseException) -> bool:
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
+def chat_model_of(llm: Any) -> Any:
+    """The chat model inside a runnable built from it: ``llm.bind(...)``, ``.with_retry()``, ``.with_config()``
+    or ``.with_fallbacks()`` (the primary model); ``llm`` itself otherwise."""
+    for _ in range(16):
+        inner = getattr(llm, "bound", None)
+        if inner is None:
+            inner = getattr(llm, "runnable", None)
+        if inner is None or inner is llm:
+            return llm
+        llm = inner
+    return llm
+
+
 def client_retries(llm: Any) -> int:
     """How many times the model's own client retries a transport fault (0 if it does not).
 
     ``max_retries=None`` on ``ChatOpenAI`` does not mean "no retries": the
     OpenAI client it wraps then uses its own default (2), which is read from
     that client (``root_client.max_retries``) where the model exposes it.
+    A ``.with_retry()`` wrapper counts as the client's retries.
     """
+    attempts = getattr(llm, "max_attempt_number", None)
+    if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1:
+        return attempts - 1
+    llm = chat_model_of(llm)
     value = getattr(llm, "max_retries", None)
     if isinstance(value, int) and not isinstance(value, bool):
         return max(value, 0)
@@ -131,6 +150,7 @@ def client_retries(llm: Any) -> int:
 
 def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
     """A chat model's model name and base URL (credentials redacted), where exposed (``ChatOpenAI`` and alike)."""
+    llm = chat_model_of(llm)
     name = next(
         (v for v in (getattr(llm, a, None) for a in ("model_name", "model")) if isinstance(v, str) and v),
         None,
@@ -146,7 +166,7 @@ def model_identity(llm: Any) -> str:
     temperature 0 (the verdict and extraction caches rely on it).
     """
     found, base_url = model_name_and_endpoint(llm)
-    name = found or type(llm).__name__
+    name = found or type(chat_model_of(llm)).__name__
     if base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
         # A local server's port changes between runs; the model file name identifies it.
         return f"{base_url.rstrip('/')}/{name}"
@@ -156,6 +176,7 @@ def model_identity(llm: Any) -> str:
 def describe_model(llm: Any) -> str:
     """The provider of a chat model, for error messages: class, model name and endpoint."""
     name, base_url = model_name_and_endpoint(llm)
+    llm = chat_model_of(llm)
     if type(llm).__name__ == "ChatOpenAI" and not base_url:
         base_url = "https://api.openai.com/v1"
     text = type(llm).__name__

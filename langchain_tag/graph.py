@@ -30,8 +30,10 @@ from typing_extensions import TypedDict
 
 from langchain_tag.executors import UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
+from langchain_tag.matcher import ChatRunnable
 from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
+from langchain_tag.rules import Rule
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
 
@@ -65,11 +67,17 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
 
 
+def _searchable(doc: Document) -> Document:
+    """A rule document whose ``page_content`` is the rule's name, condition and action, for a similarity index."""
+    text = Rule.from_document(doc).search_text()
+    return Document(page_content=text, metadata=dict(doc.metadata), id=doc.id)
+
+
 def make_retriever(
     mode: str,
     *,
     rules: Sequence[Document] = (),
-    judge_llm: BaseChatModel | None = None,
+    judge_llm: ChatRunnable | None = None,
     documents: Sequence[Document] = (),
     embeddings: Embeddings | None = None,
     k: int = 10,
@@ -83,7 +91,8 @@ def make_retriever(
     Args:
         mode: One of :data:`MODES`.
         rules: Rule documents (``tag``, ``relevance``, ``all_rules``; and
-            ``similarity`` when there are no source documents).
+            ``similarity`` when there are no source documents, which then
+            embeds each rule's name, condition and action).
         judge_llm: The judge (``tag`` and ``relevance``).
         documents: Source documents, chunked for ``similarity``.
         embeddings: Embeddings for ``similarity``.
@@ -124,7 +133,7 @@ def make_retriever(
 
         from langchain_tag.similarity import similarity_retriever
 
-        source = list(documents) or list(rules)
+        source = list(documents) or [_searchable(doc) for doc in rules]
         return similarity_retriever(source, embeddings, k=k, chunk=bool(documents)), (
             "chunks" if documents else "rules"
         )
@@ -138,7 +147,7 @@ class _Pipeline:
         self,
         llm: BaseChatModel,
         *,
-        judge_llm: BaseChatModel | None,
+        judge_llm: ChatRunnable | None,
         rules: Sequence[Document] | None,
         documents: Sequence[Document] | None,
         mode: str,
@@ -233,7 +242,7 @@ class _Pipeline:
 def build_tag_graph(
     llm: BaseChatModel,
     *,
-    judge_llm: BaseChatModel | None = None,
+    judge_llm: ChatRunnable | None = None,
     rules: Sequence[Document] | None = None,
     documents: Sequence[Document] | None = None,
     mode: Mode = "tag",

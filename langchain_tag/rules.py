@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from langchain_tag.errors import RuleFileError
 
 __all__ = [
+    "DocumentContent",
     "Rule",
     "RuleFileError",
     "load_rules",
@@ -34,6 +35,9 @@ __all__ = [
 _TAG_KEYS = ("category_tags",)
 _JSON_LIST_KEYS = ("conflicts_with", "related_rules", "merged_from")
 _TAG_SEPARATOR = ", "
+
+DocumentContent = Literal["action", "search"]
+"""What a rule ``Document``'s ``page_content`` holds (see :meth:`Rule.to_document`)."""
 
 
 class Rule(BaseModel):
@@ -112,16 +116,29 @@ class Rule(BaseModel):
 
     # ------------------------------------------------------------------ Document
     def page_content(self) -> str:
-        """Text used as the rule ``Document``'s ``page_content``.
+        """The text of the rule's ``Document``: its action alone.
 
-        It names the rule and states its condition and action, so that a
-        vector store built over rule documents (the rules + similarity ablation)
-        embeds what the rule is about.
+        A chain that formats retrieved documents (``format_docs``, a
+        ``create_retriever_tool``) therefore hands the executor actions only,
+        never conditions: the condition is read from the document's metadata
+        by the judge.
         """
+        return self.action
+
+    def search_text(self) -> str:
+        """The rule's name, condition and action, one per line: what a similarity index over rules embeds."""
         return f"{self.rule_name}\nWhen: {self.condition}\nDo: {self.action}"
 
-    def to_document(self) -> Document:
-        """Return the rule as a ``Document`` with scalar-only metadata."""
+    def to_document(self, *, content: DocumentContent = "action") -> Document:
+        """Return the rule as a ``Document`` with scalar-only metadata.
+
+        Args:
+            content: The ``page_content``: ``"action"`` (default) holds the
+                action alone (:meth:`page_content`), safe to show an
+                executor; ``"search"`` holds name, condition and action
+                (:meth:`search_text`), for a vector store that matches
+                inputs to rules by similarity.
+        """
         metadata: dict[str, Any] = {}
         for key, value in self.model_dump().items():
             if value is None:
@@ -135,7 +152,8 @@ class Rule(BaseModel):
                 metadata[key] = json.dumps(value, ensure_ascii=False)
             else:
                 metadata[key] = value
-        return Document(page_content=self.page_content(), metadata=metadata, id=self.rule_id)
+        text = self.search_text() if content == "search" else self.page_content()
+        return Document(page_content=text, metadata=metadata, id=self.rule_id)
 
     @classmethod
     def from_document(cls, document: Document) -> Rule:
@@ -181,9 +199,9 @@ def rule_extras(metadata: dict[str, Any]) -> dict[str, Any]:
     return extras
 
 
-def rules_to_documents(rules: Iterable[Rule]) -> list[Document]:
-    """Convert rules to rule ``Document`` objects."""
-    return [rule.to_document() for rule in rules]
+def rules_to_documents(rules: Iterable[Rule], *, content: DocumentContent = "action") -> list[Document]:
+    """Convert rules to rule ``Document`` objects (``content`` as in :meth:`Rule.to_document`)."""
+    return [rule.to_document(content=content) for rule in rules]
 
 
 def rules_from_documents(documents: Iterable[Document]) -> list[Rule]:

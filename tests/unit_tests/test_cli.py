@@ -67,6 +67,9 @@ def test_match_with_fake_model(
         ["extract", "doc.md", "-o", "r.jsonl", "--fast"],
         ["frobnicate"],
         ["run", "x", "--rules", "r.jsonl", "--mode", "bm25"],
+        ["match", "x", "--rules", "r.jsonl", "--k", "-1"],
+        ["match", "x", "--rules", "r.jsonl", "--max-concurrency", "0"],
+        ["run", "x", "--rules", "r.jsonl", "--k", "0"],
     ],
 )
 def test_usage_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
