@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
+    "IDENTITY_METADATA_KEY",
     "backoff_delay",
     "chat_model_of",
     "client_retries",
@@ -159,16 +160,27 @@ def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
     return name, redact_url(base_url) if isinstance(base_url, str) and base_url else None
 
 
-def model_identity(llm: Any) -> str:
-    """A chat model's identity for cache keys: endpoint and model name where known, else the class name.
+IDENTITY_METADATA_KEY = "langchain_tag_model_identity"
+"""A chat model whose ``metadata`` holds this key has that value as its identity (the embedded model's file name)."""
 
-    Two models with the same identity are assumed to give the same replies at
-    temperature 0 (the verdict and extraction caches rely on it).
+
+def model_identity(llm: Any) -> str:
+    """A chat model's identity for cache keys: the full endpoint (scheme, host, port, path) and model name.
+
+    Without an endpoint, the model name, else the class name. A model whose
+    ``metadata`` names its identity under :data:`IDENTITY_METADATA_KEY` has
+    that identity: :func:`~langchain_tag.local.models.get_chat_model` marks
+    the embedded model so, by its file name, as its server's port changes
+    between runs. Two models with the same identity are assumed to give the
+    same replies at temperature 0 (the verdict and extraction caches rely on
+    it), so two servers on one host are told apart by their ports.
     """
+    marked = getattr(chat_model_of(llm), "metadata", None)
+    if isinstance(marked, dict) and isinstance(marked.get(IDENTITY_METADATA_KEY), str) and marked[IDENTITY_METADATA_KEY]:
+        return str(marked[IDENTITY_METADATA_KEY])
     found, base_url = model_name_and_endpoint(llm)
     name = found or type(chat_model_of(llm)).__name__
-    if base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
-        # A local server's port changes between runs; the model file name identifies it.
+    if base_url:
         return f"{base_url.rstrip('/')}/{name}"
     return name
 

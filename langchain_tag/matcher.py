@@ -40,6 +40,7 @@ from langchain_tag.verdict_cache import CachedVerdict, VerdictCache, verdict_key
 
 __all__ = [
     "CONTEXT_TOKENS_ENV",
+    "JUDGE_TAGS",
     "ChatRunnable",
     "InputTooLongError",
     "Judgment",
@@ -56,6 +57,9 @@ logger = logging.getLogger(__name__)
 
 ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
 """A chat model or any runnable built from one (``llm.bind(...)``, ``.with_retry()``, ``.with_fallbacks()``)."""
+
+JUDGE_TAGS = ("tag_judge", "nostream")
+"""Tags of every judge run: ``nostream`` keeps its tokens out of LangGraph's ``stream_mode="messages"``."""
 
 TOP_LOGPROBS = 5
 """``top_logprobs`` requested from a judge that takes it and was given without logprobs configured."""
@@ -74,10 +78,10 @@ def configure_judge(llm: ChatRunnable, verdict_format: VerdictFormat = "token") 
     fields = getattr(type(llm), "model_fields", {})
     if not {"logprobs", "top_logprobs", "max_tokens"} <= set(fields):
         return llm
-    if getattr(llm, "logprobs", None) is not None or getattr(llm, "top_logprobs", None) is not None:
-        return llm
+    if any(getattr(llm, name, None) is not None for name in ("logprobs", "top_logprobs", "max_tokens")):
+        return llm  # configured by its owner (e.g. logprobs left off for a server that refuses them)
     options: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
-    if verdict_format == "token" and getattr(llm, "max_tokens", None) is None:
+    if verdict_format == "token":
         options["max_tokens"] = 1
     return llm.bind(**options)
 
@@ -291,8 +295,18 @@ class PairwiseJudge:
         """The prompt for one pair."""
         return self.prompt.messages(query, rule, self.verdict_format)
 
-    def _config(self, callbacks: Callbacks) -> RunnableConfig:
-        return RunnableConfig(max_concurrency=self.max_concurrency, callbacks=callbacks, run_name="tag_judge")
+    def _configs(self, callbacks: Callbacks, rules: Sequence[Rule]) -> list[RunnableConfig]:
+        """One config per judgment: run named after its rule, the rule id in metadata, tagged to stay out of message streams."""
+        return [
+            RunnableConfig(
+                max_concurrency=self.max_concurrency,
+                callbacks=callbacks,
+                run_name=f"tag_judge {rule.rule_id}",
+                tags=list(JUDGE_TAGS),
+                metadata={"tag_rule_id": rule.rule_id, "tag_predicate": self.prompt.name},
+            )
+            for rule in rules
+        ]
 
     def judge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Judge ``query`` against every rule.
@@ -309,7 +323,7 @@ class PairwiseJudge:
                 break
             replies = self._caller.batch(
                 [self.messages(query, rules[i]) for i in pending],
-                config=self._config(callbacks),
+                config=self._configs(callbacks, [rules[i] for i in pending]),
                 return_exceptions=True,
             )
             pending, faulted = self._absorb(judgments, pending, replies)
@@ -332,7 +346,7 @@ class PairwiseJudge:
                 break
             replies = await self._caller.abatch(
                 [self.messages(query, rules[i]) for i in pending],
-                config=self._config(callbacks),
+                config=self._configs(callbacks, [rules[i] for i in pending]),
                 return_exceptions=True,
             )
             pending, faulted = self._absorb(judgments, pending, replies)

@@ -157,6 +157,8 @@ def test_bare_openai_compatible_judge_gets_logprobs_and_a_one_token_cap() -> Non
     assert "max_tokens" not in configure_judge(bare, "json").kwargs  # type: ignore[attr-defined]
     configured = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x", logprobs=False)
     assert configure_judge(configured) is configured  # a choice made is kept
+    capped = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x", max_tokens=1)
+    assert configure_judge(capped) is capped
     assert configure_judge(fake_judge(set())) is not None
 
 

@@ -31,14 +31,17 @@ def test_accepts_rule_objects(rules: list[Rule]) -> None:
     assert [d.id for d in retriever.invoke("q")] == ["R-001"]
 
 
+_GRADED = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.7}
+
+
+def _graded(text: str) -> tuple[str, float]:
+    """A judge reply with P(YES) from ``_GRADED`` for the rule in the prompt."""
+    p_yes = _GRADED[judged_rule_id(text) or ""]
+    return ("YES" if p_yes > 0.5 else "NO", p_yes)
+
+
 def test_k_caps_by_probability(rules: list[Rule]) -> None:
-    probs = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.7}
-
-    def respond(text: str) -> tuple[str, float]:
-        rid = judged_rule_id(text)
-        return ("YES" if probs[rid] > 0.5 else "NO", probs[rid])
-
-    llm = FakeChatModel(respond=respond, with_logprobs=True)
+    llm = FakeChatModel(respond=_graded, with_logprobs=True)
     retriever = ApplicabilityRetriever(llm=llm, rules=rules, k=2)
     docs = retriever.invoke("q")
     assert [d.id for d in docs] == ["R-002", "R-003"]
@@ -322,13 +325,7 @@ def test_base_retriever_fields_still_accepted(rules: list[Rule]) -> None:
 
 
 def test_per_call_threshold_and_k(rules: list[Rule]) -> None:
-    probs = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.7}
-
-    def respond(text: str) -> tuple[str, float]:
-        rid = judged_rule_id(text)
-        return ("YES" if probs[rid] > 0.5 else "NO", probs[rid])
-
-    retriever = ApplicabilityRetriever(llm=FakeChatModel(respond=respond, with_logprobs=True), rules=rules)
+    retriever = ApplicabilityRetriever(llm=FakeChatModel(respond=_graded, with_logprobs=True), rules=rules)
     assert [d.id for d in retriever.invoke("q", threshold=0.75)] == ["R-002", "R-003"]
     assert [d.id for d in retriever.invoke("q")] == ["R-002", "R-003", "R-005", "R-001"]  # not kept
     assert [d.id for d in retriever.invoke("q", threshold=0.65, k=2)] == ["R-002", "R-003"]
