@@ -176,7 +176,11 @@ def model_identity(llm: Any) -> str:
     it), so two servers on one host are told apart by their ports.
     """
     marked = getattr(chat_model_of(llm), "metadata", None)
-    if isinstance(marked, dict) and isinstance(marked.get(IDENTITY_METADATA_KEY), str) and marked[IDENTITY_METADATA_KEY]:
+    if (
+        isinstance(marked, dict)
+        and isinstance(marked.get(IDENTITY_METADATA_KEY), str)
+        and marked[IDENTITY_METADATA_KEY]
+    ):
         return str(marked[IDENTITY_METADATA_KEY])
     found, base_url = model_name_and_endpoint(llm)
     name = found or type(chat_model_of(llm)).__name__

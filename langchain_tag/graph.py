@@ -36,7 +36,7 @@ from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.matcher import ChatRunnable
 from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
-from langchain_tag.rules import Rule
+from langchain_tag.rules import Rule, rule_documents
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
 
@@ -70,9 +70,7 @@ def _check_input(state: TagState) -> None:
     text = state.get("input")
     if not isinstance(text, str) or not text.strip():
         got = "no input" if text is None else f"input {text!r}"
-        raise ValueError(
-            f"the TAG graph needs the task input as text: invoke it with {{'input': '...'}} (got {got})"
-        )
+        raise ValueError(f"the TAG graph needs the task input as text: invoke it with {{'input': '...'}} (got {got})")
 
 
 def _check_mode(mode: str) -> None:
@@ -89,7 +87,7 @@ def _searchable(doc: Document) -> Document:
 def make_retriever(
     mode: str,
     *,
-    rules: Sequence[Document] = (),
+    rules: Sequence[Document | Rule] = (),
     judge_llm: ChatRunnable | None = None,
     documents: Sequence[Document] = (),
     embeddings: Embeddings | None = None,
@@ -125,6 +123,7 @@ def make_retriever(
         MissingExtraError: ``similarity`` without the ``chroma`` extra.
     """
     _check_mode(mode)
+    rules = rule_documents(rules)
     if mode in ("tag", "relevance"):
         if judge_llm is None:
             raise ValueError(f"mode {mode!r} needs a judge model")
@@ -272,7 +271,7 @@ def build_tag_graph(
     llm: BaseChatModel,
     *,
     judge_llm: ChatRunnable | None = None,
-    rules: Sequence[Document] | None = None,
+    rules: Sequence[Document | Rule] | None = None,
     documents: Sequence[Document] | None = None,
     mode: Mode = "tag",
     domain: str | ExecutorPrompt = "generic",
@@ -292,8 +291,8 @@ def build_tag_graph(
     Args:
         llm: Executor model (and extraction model unless ``extractor`` is given).
         judge_llm: Model for the pairwise judgments; defaults to ``llm``.
-        rules: Rule documents. When omitted, the extract node builds them once
-            from ``documents``.
+        rules: Rule documents or :class:`~langchain_tag.rules.Rule` objects.
+            When omitted, the extract node builds them once from ``documents``.
         documents: Source documents: input to extraction and to the
             similarity mode's chunks.
         mode: Default retrieval mode (see module docstring).
@@ -326,7 +325,7 @@ def build_tag_graph(
     pipeline = _Pipeline(
         llm,
         judge_llm=judge_llm,
-        rules=rules,
+        rules=None if rules is None else rule_documents(rules),
         documents=documents,
         mode=mode,
         domain=domain,

@@ -296,7 +296,7 @@ class PairwiseJudge:
         return self.prompt.messages(query, rule, self.verdict_format)
 
     def _configs(self, callbacks: Callbacks, rules: Sequence[Rule]) -> list[RunnableConfig]:
-        """One config per judgment: run named after its rule, the rule id in metadata, tagged to stay out of message streams."""
+        """One config per judgment: named after its rule, rule id in metadata, tagged to stay out of message streams."""
         return [
             RunnableConfig(
                 max_concurrency=self.max_concurrency,

@@ -29,7 +29,7 @@ from langchain_tag.calibration import Method as CalibrationMethod
 from langchain_tag.errors import JudgmentsFailedError
 from langchain_tag.matcher import ChatRunnable, MatchResult, PairwiseJudge
 from langchain_tag.prompts import JudgePrompt, VerdictFormat
-from langchain_tag.rules import Rule, rules_from_documents
+from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.verdict_cache import InMemoryVerdictCache, VerdictCache
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever"]
@@ -76,7 +76,7 @@ def _refuse_unknown(cls: type[BaseRetriever], data: Any) -> None:
 
 def _as_documents(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str):
-        return [item.to_document() if isinstance(item, Rule) else item for item in value]
+        return rule_documents(value)
     return value
 
 
@@ -145,7 +145,7 @@ class ApplicabilityRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     llm: ChatRunnable
-    rules: list[Document] = Field(default_factory=list)
+    rules: Sequence[Document | Rule] = Field(default_factory=list)
     predicate: str | JudgePrompt = "applicability"
     verdict_format: VerdictFormat = "token"
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -176,8 +176,9 @@ class ApplicabilityRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _setup(self) -> Self:
-        self._rules = rules_from_documents(self.rules)
-        self._documents = {rule.rule_id: doc for rule, doc in zip(self._rules, self.rules, strict=True)}
+        documents = rule_documents(self.rules)  # already documents: the field's validator made them so
+        self._rules = rules_from_documents(documents)
+        self._documents = {rule.rule_id: doc for rule, doc in zip(self._rules, documents, strict=True)}
         if self.candidates is not None and self.vectorstore is None:
             raise ValueError("candidates= needs a vectorstore to draw candidates from")
         if not self._rules and self.candidates is None:
@@ -513,7 +514,7 @@ class AllRulesRetriever(BaseRetriever):
 
     model_config = ConfigDict(extra="forbid")
 
-    rules: list[Document] = Field(default_factory=list)
+    rules: Sequence[Document | Rule] = Field(default_factory=list)
     k: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="before")
@@ -532,5 +533,8 @@ class AllRulesRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         cap = self.k if k is None else k
-        docs = [Document(page_content=d.page_content, metadata=dict(d.metadata), id=d.id) for d in self.rules]
+        docs = [
+            Document(page_content=d.page_content, metadata=dict(d.metadata), id=d.id)
+            for d in rule_documents(self.rules)
+        ]
         return docs if cap is None else docs[:cap]

@@ -24,9 +24,11 @@ __all__ = [
     "Rule",
     "RuleFileError",
     "load_rules",
+    "rule_documents",
     "rule_extras",
     "rules_from_documents",
     "rules_to_documents",
+    "rules_to_jsonl",
     "save_rules",
 ]
 
@@ -204,6 +206,11 @@ def rules_to_documents(rules: Iterable[Rule], *, content: DocumentContent = "act
     return [rule.to_document(content=content) for rule in rules]
 
 
+def rule_documents(items: Iterable[Document | Rule]) -> list[Document]:
+    """Rule documents from rule documents and :class:`Rule` objects alike (each rule as :meth:`Rule.to_document`)."""
+    return [item.to_document() if isinstance(item, Rule) else item for item in items]
+
+
 def rules_from_documents(documents: Iterable[Document]) -> list[Rule]:
     """Convert rule ``Document`` objects to rules, refusing duplicate ids.
 
@@ -221,10 +228,14 @@ def save_rules(rules: Iterable[Rule], path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        for rule in rules:
-            fh.write(rule.model_dump_json(exclude_none=True) + "\n")
+        fh.write(rules_to_jsonl(rules))
     tmp.replace(path)
     return path
+
+
+def rules_to_jsonl(rules: Iterable[Rule]) -> str:
+    """The text of a rule file: one JSON object per rule and line, as :func:`save_rules` writes it."""
+    return "".join(rule.model_dump_json(exclude_none=True) + "\n" for rule in rules)
 
 
 def load_rules(path: str | Path) -> list[Rule]:

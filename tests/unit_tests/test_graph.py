@@ -155,7 +155,10 @@ def test_per_call_mode_does_not_persist_on_a_checkpointed_thread(rules: list[Rul
     from langgraph.checkpoint.memory import InMemorySaver
 
     graph = build_tag_graph(
-        _executor(), judge_llm=fake_judge({"R-002"}), rules=[r.to_document() for r in rules], checkpointer=InMemorySaver()
+        _executor(),
+        judge_llm=fake_judge({"R-002"}),
+        rules=[r.to_document() for r in rules],
+        checkpointer=InMemorySaver(),
     )
     thread = {"configurable": {"thread_id": "t1"}}
     assert len(graph.invoke({"input": "q", "mode": "all_rules"}, thread)["retrieved"]) == 5
@@ -195,3 +198,13 @@ def test_missing_input_is_a_clear_error(rules: list[Rule], state: dict[str, Any]
     graph = build_tag_graph(_executor(), judge_llm=fake_judge(set()), rules=rules)
     with pytest.raises(ValueError, match="needs the task input"):
         graph.invoke(state)
+
+
+@pytest.mark.parametrize("mode", ["tag", "all_rules", "similarity"])
+def test_rule_objects_work_in_every_mode(rules: list[Rule], mode: Any) -> None:
+    graph = build_tag_graph(
+        _executor(), judge_llm=fake_judge({"R-004"}), rules=rules, mode=mode, embeddings=HashingEmbeddings(), k=1
+    )
+    out = graph.invoke({"input": "a function has a list as a default argument value"})
+    assert out["retrieved"] and all(isinstance(d, Document) for d in out["retrieved"])
+    assert all(d.metadata["rule_id"] == "R-004" for d in out["retrieved"]) or mode == "all_rules"

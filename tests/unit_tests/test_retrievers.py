@@ -308,7 +308,11 @@ def test_format_docs_chain_hands_the_executor_actions_never_conditions(rules: li
 # ---------------------------------------------------------------- misconfiguration refused
 @pytest.mark.parametrize(
     ("option", "named"),
-    [({"treshold": 0.9}, "did you mean threshold"), ({"search_kwargs": {"k": 1}}, "search_kwargs"), ({"top_k": 1}, "k=")],
+    [
+        ({"treshold": 0.9}, "did you mean threshold"),
+        ({"search_kwargs": {"k": 1}}, "search_kwargs"),
+        ({"top_k": 1}, "k="),
+    ],
 )
 def test_unknown_options_are_refused(rules: list[Rule], option: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match="unknown option") as info:

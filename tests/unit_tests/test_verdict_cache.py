@@ -82,7 +82,9 @@ def test_model_identity() -> None:
     local = SimpleNamespace(model_name="qwen-1.5b.gguf", openai_api_base="http://127.0.0.1:41234/v1")
     other_port = SimpleNamespace(model_name="qwen-1.5b.gguf", openai_api_base="http://127.0.0.1:41235/v1")
     embedded = SimpleNamespace(
-        model_name="qwen-1.5b.gguf", openai_api_base="http://127.0.0.1:41234/v1", metadata={IDENTITY_METADATA_KEY: "q.gguf"}
+        model_name="qwen-1.5b.gguf",
+        openai_api_base="http://127.0.0.1:41234/v1",
+        metadata={IDENTITY_METADATA_KEY: "q.gguf"},
     )
     assert model_identity(remote) == "https://api.deepseek.com/v1/deepseek-chat"
     # Two local servers are two endpoints: one never answers from the other's verdicts.
