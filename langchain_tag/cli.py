@@ -346,6 +346,22 @@ def _add_plugin_commands(sub: Any) -> None:
         add_parser(sub)
 
 
+def _one_line(exc: BaseException) -> str:
+    """The error on one line, URLs redacted; a validation error as its field and message, without pydantic's links."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error.get("loc", ()))
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"{where}: {message}" if where else message)
+        text = "; ".join(parts)
+    else:
+        text = str(exc)
+    return redact_urls(" ".join(text.split())) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``langchain-tag`` command."""
     parser = build_parser()
@@ -361,8 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        message = redact_urls(" ".join(str(exc).split())) or type(exc).__name__
-        print(f"langchain-tag: error: {message}", file=sys.stderr)
+        print(f"langchain-tag: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     return int(code or 0)
 

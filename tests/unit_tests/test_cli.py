@@ -252,3 +252,16 @@ def test_run_json_and_debug_after_the_subcommand(
     assert isinstance(payload["output"], str)
     with pytest.raises(FileNotFoundError):
         main(["match", "x", "--rules", str(tmp_path / "missing.jsonl"), "--debug"])
+
+
+def test_an_invalid_option_value_is_one_line_without_validation_noise(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import fake_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge(set()))
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    assert main(["match", "x", "--rules", str(path), "--threshold", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "threshold" in err and "less than or equal to 1" in err
+    assert "pydantic" not in err and "input_value" not in err
