@@ -22,7 +22,14 @@ from langchain_tag.extraction import ExtractionReport, ExtractionResult, RuleDoc
 from langchain_tag.graph import build_tag_graph
 from langchain_tag.matcher import Judgment, MatchResult, PairwiseJudge
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
-from langchain_tag.rules import Rule, load_rules, rules_from_documents, rules_to_documents, save_rules
+from langchain_tag.rules import (
+    Rule,
+    load_rules,
+    rule_documents,
+    rules_from_documents,
+    rules_to_documents,
+    save_rules,
+)
 from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 
 __version__ = "0.1.0"
@@ -52,6 +59,7 @@ __all__ = [
     "build_tag_graph",
     "executor_chain",
     "load_rules",
+    "rule_documents",
     "rules_from_documents",
     "rules_to_documents",
     "save_rules",

@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -38,6 +39,12 @@ def _read_input(value: str) -> str:
     return text
 
 
+def _stdin_document() -> Any:
+    from langchain_core.documents import Document
+
+    return Document(page_content=_read_input("-"), id="stdin", metadata={"source": "stdin"})
+
+
 def _parse_phases(value: str) -> set[int]:
     try:
         phases = {int(p) for p in value.split(",") if p.strip()}
@@ -55,14 +62,23 @@ def _parse_field(value: str) -> tuple[str, str]:
     return name.strip(), description.strip()
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``, named ``what`` in the usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1, "a positive integer")
+_non_negative_int = _int_at_least(0, "a non-negative integer")
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
@@ -70,9 +86,11 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     from langchain_tag.loaders import load_document
     from langchain_tag.local.models import get_chat_model
     from langchain_tag.local.weights import default_cache_dir
-    from langchain_tag.rules import save_rules
+    from langchain_tag.rules import rules_to_jsonl, save_rules
 
-    documents = [load_document(p) for p in args.documents]
+    if args.documents.count("-") > 1:
+        raise ValueError("'-' (stdin) can be given once")
+    documents = [_stdin_document() if p == "-" else load_document(p) for p in args.documents]
     store = None if args.no_store else (args.store or default_cache_dir() / "extraction-store.sqlite")
     transformer = RuleDocumentTransformer(
         get_chat_model(role="extractor"),
@@ -84,14 +102,21 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         extra_fields=dict(args.field or []),
         show_progress=True if sys.stderr.isatty() else None,
         store=store,
+        rule_id_prefix=args.rule_id_prefix,
     )
     result = transformer.extract(documents)
-    save_rules(result.rules, args.output)
     print(result.report.summary(), file=sys.stderr)
     if args.report:
         Path(args.report).write_text(json.dumps(result.report.to_dict(), indent=1, default=str), encoding="utf-8")
-    print(f"wrote {len(result.rules)} rules to {args.output}")
-    return 0 if result.rules else 1
+    if not result.rules:
+        print(f"langchain-tag: error: no rules extracted from {', '.join(args.documents)}", file=sys.stderr)
+        return 1
+    if args.output == "-":
+        sys.stdout.write(rules_to_jsonl(result.rules))
+    else:
+        save_rules(result.rules, args.output)
+    print(f"wrote {len(result.rules)} rules to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
+    return 0
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
@@ -114,7 +139,21 @@ def _cmd_match(args: argparse.Namespace) -> int:
     by_id = {r.rule_id: r for r in rules}
     matched = result.matched if args.k is None else result.matched[: args.k]
     if args.json:
-        print(json.dumps([{"rule_id": j.rule_id, "score": j.score, "p_yes": j.probability} for j in matched]))
+        print(
+            json.dumps(
+                [
+                    {
+                        "rule_id": j.rule_id,
+                        "rule_name": by_id[j.rule_id].rule_name,
+                        "score": j.score,
+                        "p_yes": j.probability,
+                        "action": by_id[j.rule_id].action,
+                    }
+                    for j in matched
+                ],
+                ensure_ascii=False,
+            )
+        )
     else:
         for j in matched:
             score = "" if j.score is None else f"  score={j.score:.2f} P(YES)={j.probability:.2f}"
@@ -153,12 +192,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_concurrency=args.max_concurrency,
     )
     state = graph.invoke({"input": _read_input(args.input)})
-    units = [d.metadata.get("rule_id") or d.metadata.get("chunk_id") for d in state["retrieved"]]
+    units = [str(d.metadata.get("rule_id") or d.metadata.get("chunk_id") or d.id) for d in state["retrieved"]]
     print(
         f"mode {args.mode}: {len(units)} {state['unit_kind']} given to the executor: {', '.join(units) or '-'}",
         file=sys.stderr,
     )
-    print(state["output"])
+    if args.json:
+        given = [
+            {"id": unit, "text": d.metadata.get("action") if state["unit_kind"] == "rules" else d.page_content}
+            for unit, d in zip(units, state["retrieved"], strict=True)
+        ]
+        payload = {"mode": args.mode, "unit_kind": state["unit_kind"], "given": given, "output": state["output"]}
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        print(state["output"])
     return 0
 
 
@@ -196,11 +243,23 @@ def build_parser() -> argparse.ArgumentParser:
         "LANGCHAIN_TAG_MODEL for any OpenAI-compatible endpoint; the default is the embedded local model.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it.
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks and debug logs"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("extract", help="extract rules from documents into a JSONL file")
-    p.add_argument("documents", nargs="+", help="text, Markdown, reStructuredText, HTML or PDF files")
-    p.add_argument("-o", "--output", required=True, help="rule file to write (JSONL)")
+    p = sub.add_parser("extract", parents=[common], help="extract rules from documents into a JSONL file")
+    p.add_argument(
+        "documents", nargs="+", help='text, Markdown, reStructuredText, HTML or PDF files; "-" reads text from stdin'
+    )
+    p.add_argument("-o", "--output", required=True, help='rule file to write (JSONL); "-" writes to stdout')
+    p.add_argument(
+        "--rule-id-prefix",
+        default="R",
+        help="rule ids are PREFIX-001, PREFIX-002, ...; give each source its own so rule files merge (default: R)",
+    )
     p.add_argument("--domain", default="general policy", help='domain name given to the prompts, e.g. "PEP 8"')
     p.add_argument(
         "--task-input",
@@ -221,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=DESCRIPTION",
         help="an extra rule field to ask for (a domain schema), e.g. severity='low, medium or high'; repeatable",
     )
-    p.add_argument("--max-concurrency", type=int, default=2)
+    p.add_argument("--max-concurrency", type=_positive_int, default=2)
     p.add_argument("--report", help="also write the extraction report as JSON here")
     p.add_argument(
         "--store",
@@ -231,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-store", action="store_true", help="keep no finished calls: every run starts afresh")
     p.set_defaults(func=_cmd_extract)
 
-    p = sub.add_parser("match", help="list the rules whose condition the input satisfies")
+    p = sub.add_parser("match", parents=[common], help="list the rules whose condition the input satisfies")
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
     p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
@@ -242,25 +301,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
     p.add_argument("--raw", action="store_true", help="no calibration: threshold raw P(YES)")
-    p.add_argument("--k", type=int, help="return at most k rules, highest P(YES) first")
-    p.add_argument("--max-concurrency", type=int, default=4)
+    p.add_argument("--k", type=_non_negative_int, help="return at most k rules, highest P(YES) first")
+    p.add_argument("--max-concurrency", type=_positive_int, default=4)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_match)
 
-    p = sub.add_parser("run", help="retrieve with a mode and run the executor")
+    p = sub.add_parser("run", parents=[common], help="retrieve with a mode and run the executor")
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
     p.add_argument("--mode", choices=MODES, default="tag")
     p.add_argument("--source", nargs="*", help="source documents for the similarity mode's chunks")
     p.add_argument("--domain", choices=sorted(EXECUTOR_PROMPTS), default="generic")
-    p.add_argument("--k", type=int, default=10, help="top-k of the similarity mode")
-    p.add_argument("--max-concurrency", type=int, default=4)
+    p.add_argument("--k", type=_positive_int, default=10, help="top-k of the similarity mode")
+    p.add_argument("--max-concurrency", type=_positive_int, default=4)
+    p.add_argument("--json", action="store_true", help="print JSON: mode, what the executor was given, its output")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("demo", help="TAG next to Chroma similarity on a short example policy, offline")
-    p.add_argument("--k", type=int, default=2, help="top-k of the similarity column")
+    p = sub.add_parser(
+        "demo", parents=[common], help="TAG next to Chroma similarity on a short example policy, offline"
+    )
+    p.add_argument("--k", type=_positive_int, default=2, help="top-k of the similarity column")
     p.add_argument(
-        "--refresh", action="store_true", help="extract and judge afresh, ignoring the extraction store and verdict cache"
+        "--refresh",
+        action="store_true",
+        help="extract and judge afresh, ignoring the extraction store and verdict cache",
     )
     p.add_argument("--no-cache", action="store_true", help="same as --refresh (kept for old scripts)")
     p.set_defaults(func=_cmd_demo)
@@ -282,6 +346,22 @@ def _add_plugin_commands(sub: Any) -> None:
         add_parser(sub)
 
 
+def _one_line(exc: BaseException) -> str:
+    """The error on one line, URLs redacted; a validation error as its field and message, without pydantic's links."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error.get("loc", ()))
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"{where}: {message}" if where else message)
+        text = "; ".join(parts)
+    else:
+        text = str(exc)
+    return redact_urls(" ".join(text.split())) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``langchain-tag`` command."""
     parser = build_parser()
@@ -297,8 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        message = redact_urls(" ".join(str(exc).split())) or type(exc).__name__
-        print(f"langchain-tag: error: {message}", file=sys.stderr)
+        print(f"langchain-tag: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     return int(code or 0)
 

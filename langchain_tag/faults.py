@@ -28,7 +28,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
+    "IDENTITY_METADATA_KEY",
     "backoff_delay",
+    "chat_model_of",
     "client_retries",
     "describe_error",
     "describe_model",
@@ -111,13 +113,31 @@ def is_transient(exc: BaseException) -> bool:
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
+def chat_model_of(llm: Any) -> Any:
+    """The chat model inside a runnable built from it: ``llm.bind(...)``, ``.with_retry()``, ``.with_config()``
+    or ``.with_fallbacks()`` (the primary model); ``llm`` itself otherwise."""
+    for _ in range(16):
+        inner = getattr(llm, "bound", None)
+        if inner is None:
+            inner = getattr(llm, "runnable", None)
+        if inner is None or inner is llm:
+            return llm
+        llm = inner
+    return llm
+
+
 def client_retries(llm: Any) -> int:
     """How many times the model's own client retries a transport fault (0 if it does not).
 
     ``max_retries=None`` on ``ChatOpenAI`` does not mean "no retries": the
     OpenAI client it wraps then uses its own default (2), which is read from
     that client (``root_client.max_retries``) where the model exposes it.
+    A ``.with_retry()`` wrapper counts as the client's retries.
     """
+    attempts = getattr(llm, "max_attempt_number", None)
+    if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1:
+        return attempts - 1
+    llm = chat_model_of(llm)
     value = getattr(llm, "max_retries", None)
     if isinstance(value, int) and not isinstance(value, bool):
         return max(value, 0)
@@ -131,6 +151,7 @@ def client_retries(llm: Any) -> int:
 
 def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
     """A chat model's model name and base URL (credentials redacted), where exposed (``ChatOpenAI`` and alike)."""
+    llm = chat_model_of(llm)
     name = next(
         (v for v in (getattr(llm, a, None) for a in ("model_name", "model")) if isinstance(v, str) and v),
         None,
@@ -139,16 +160,31 @@ def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
     return name, redact_url(base_url) if isinstance(base_url, str) and base_url else None
 
 
-def model_identity(llm: Any) -> str:
-    """A chat model's identity for cache keys: endpoint and model name where known, else the class name.
+IDENTITY_METADATA_KEY = "langchain_tag_model_identity"
+"""A chat model whose ``metadata`` holds this key has that value as its identity (the embedded model's file name)."""
 
-    Two models with the same identity are assumed to give the same replies at
-    temperature 0 (the verdict and extraction caches rely on it).
+
+def model_identity(llm: Any) -> str:
+    """A chat model's identity for cache keys: the full endpoint (scheme, host, port, path) and model name.
+
+    Without an endpoint, the model name, else the class name. A model whose
+    ``metadata`` names its identity under :data:`IDENTITY_METADATA_KEY` has
+    that identity: :func:`~langchain_tag.local.models.get_chat_model` marks
+    the embedded model so, by its file name, as its server's port changes
+    between runs. Two models with the same identity are assumed to give the
+    same replies at temperature 0 (the verdict and extraction caches rely on
+    it), so two servers on one host are told apart by their ports.
     """
+    marked = getattr(chat_model_of(llm), "metadata", None)
+    if (
+        isinstance(marked, dict)
+        and isinstance(marked.get(IDENTITY_METADATA_KEY), str)
+        and marked[IDENTITY_METADATA_KEY]
+    ):
+        return str(marked[IDENTITY_METADATA_KEY])
     found, base_url = model_name_and_endpoint(llm)
-    name = found or type(llm).__name__
-    if base_url and not base_url.startswith(("http://127.0.0.1", "http://localhost")):
-        # A local server's port changes between runs; the model file name identifies it.
+    name = found or type(chat_model_of(llm)).__name__
+    if base_url:
         return f"{base_url.rstrip('/')}/{name}"
     return name
 
@@ -156,6 +192,7 @@ def model_identity(llm: Any) -> str:
 def describe_model(llm: Any) -> str:
     """The provider of a chat model, for error messages: class, model name and endpoint."""
     name, base_url = model_name_and_endpoint(llm)
+    llm = chat_model_of(llm)
     if type(llm).__name__ == "ChatOpenAI" and not base_url:
         base_url = "https://api.openai.com/v1"
     text = type(llm).__name__

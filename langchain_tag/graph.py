@@ -10,8 +10,11 @@ five modes, so the method and its baselines run through the same graph:
   documents (standard RAG), or over the rule documents if no source is given;
 - ``none``: no reference material.
 
-The mode is fixed at build time and can be overridden per call with
-``{"mode": ...}`` in the input state.
+The mode is fixed at build time and can be overridden per call, with
+``config={"configurable": {"mode": ...}}`` or ``{"mode": ...}`` in the input
+state; either applies to that call only, also on a checkpointed thread.
+Judge runs are tagged ``tag_judge`` and ``nostream``, so their YES/NO tokens
+stay out of ``stream_mode="messages"``.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from typing_extensions import TypedDict
 
 from langchain_tag.executors import UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
+from langchain_tag.matcher import ChatRunnable
 from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
+from langchain_tag.rules import Rule, rule_documents
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
 
@@ -44,7 +49,8 @@ class TagState(TypedDict, total=False):
 
     Attributes:
         input: The task input (required).
-        mode: Retrieval mode for this call (defaults to the graph's).
+        mode: Retrieval mode for this call (defaults to the graph's); cleared
+            once used, so it does not carry over to the next call on a thread.
         rules: Rule documents for this call (defaults to the graph's, or those
             the extract node built).
         retrieved: The documents given to the executor.
@@ -53,11 +59,18 @@ class TagState(TypedDict, total=False):
     """
 
     input: str
-    mode: Mode
+    mode: Mode | None
     rules: list[Document]
     retrieved: list[Document]
     unit_kind: UnitKind
     output: str
+
+
+def _check_input(state: TagState) -> None:
+    text = state.get("input")
+    if not isinstance(text, str) or not text.strip():
+        got = "no input" if text is None else f"input {text!r}"
+        raise ValueError(f"the TAG graph needs the task input as text: invoke it with {{'input': '...'}} (got {got})")
 
 
 def _check_mode(mode: str) -> None:
@@ -65,11 +78,17 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
 
 
+def _searchable(doc: Document) -> Document:
+    """A rule document whose ``page_content`` is the rule's name, condition and action, for a similarity index."""
+    text = Rule.from_document(doc).search_text()
+    return Document(page_content=text, metadata=dict(doc.metadata), id=doc.id)
+
+
 def make_retriever(
     mode: str,
     *,
-    rules: Sequence[Document] = (),
-    judge_llm: BaseChatModel | None = None,
+    rules: Sequence[Document | Rule] = (),
+    judge_llm: ChatRunnable | None = None,
     documents: Sequence[Document] = (),
     embeddings: Embeddings | None = None,
     k: int = 10,
@@ -83,7 +102,8 @@ def make_retriever(
     Args:
         mode: One of :data:`MODES`.
         rules: Rule documents (``tag``, ``relevance``, ``all_rules``; and
-            ``similarity`` when there are no source documents).
+            ``similarity`` when there are no source documents, which then
+            embeds each rule's name, condition and action).
         judge_llm: The judge (``tag`` and ``relevance``).
         documents: Source documents, chunked for ``similarity``.
         embeddings: Embeddings for ``similarity``.
@@ -103,6 +123,7 @@ def make_retriever(
         MissingExtraError: ``similarity`` without the ``chroma`` extra.
     """
     _check_mode(mode)
+    rules = rule_documents(rules)
     if mode in ("tag", "relevance"):
         if judge_llm is None:
             raise ValueError(f"mode {mode!r} needs a judge model")
@@ -124,7 +145,7 @@ def make_retriever(
 
         from langchain_tag.similarity import similarity_retriever
 
-        source = list(documents) or list(rules)
+        source = list(documents) or [_searchable(doc) for doc in rules]
         return similarity_retriever(source, embeddings, k=k, chunk=bool(documents)), (
             "chunks" if documents else "rules"
         )
@@ -138,7 +159,7 @@ class _Pipeline:
         self,
         llm: BaseChatModel,
         *,
-        judge_llm: BaseChatModel | None,
+        judge_llm: ChatRunnable | None,
         rules: Sequence[Document] | None,
         documents: Sequence[Document] | None,
         mode: str,
@@ -169,6 +190,7 @@ class _Pipeline:
         self.strict = strict
         self.executor = executor_chain(llm, domain=domain)
         self._similarity: Any = None
+        self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
 
     # -- extract
     def _extractor(self) -> RuleDocumentTransformer:
@@ -177,26 +199,34 @@ class _Pipeline:
         return self.extractor or RuleDocumentTransformer(self.llm, max_concurrency=self.max_concurrency)
 
     def extract(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
+        _check_input(state)
         if state.get("rules") is None and self.rules is None:
             self.rules = list(self._extractor().transform_documents(self.documents))
         return {"rules": state.get("rules") or self.rules or []}
 
     async def aextract(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
+        _check_input(state)
         if state.get("rules") is None and self.rules is None:
             self.rules = list(await self._extractor().atransform_documents(self.documents))
         return {"rules": state.get("rules") or self.rules or []}
 
     # -- retrieve
-    def _retriever(self, mode: str, rules: list[Document]) -> tuple[BaseRetriever | None, UnitKind]:
+    def _retriever(self, mode: str, state: TagState) -> tuple[BaseRetriever | None, UnitKind]:
+        """The retriever of ``mode``: built once for the graph's rules (so its verdict cache serves every call)."""
         if self.retriever is not None and mode == self.mode:
             return self.retriever, self.unit_kind
+        given = state.get("rules")
+        own = given is None or given is self.rules or given == self.rules
+        rules = list(self.rules or []) if own else list(given or [])
         if mode == "similarity":
             if self._similarity is None:
                 self._similarity = make_retriever(
                     mode, rules=rules, documents=self.documents, embeddings=self.embeddings, k=self.k
                 )
             return self._similarity
-        return make_retriever(
+        if own and mode in self._built:
+            return self._built[mode]
+        built = make_retriever(
             mode,
             rules=rules,
             judge_llm=self.judge_llm,
@@ -205,19 +235,26 @@ class _Pipeline:
             max_concurrency=self.max_concurrency,
             strict=self.strict,
         )
+        if own:
+            self._built[mode] = built
+        return built
 
-    def _rules(self, state: TagState) -> list[Document]:
-        return list(state.get("rules") or self.rules or [])
+    def _mode(self, state: TagState, config: RunnableConfig) -> str:
+        mode = state.get("mode") or (config.get("configurable") or {}).get("mode") or self.mode
+        _check_mode(mode)
+        return mode
 
     def retrieve(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        retriever, kind = self._retriever(state.get("mode") or self.mode, self._rules(state))
+        _check_input(state)
+        retriever, kind = self._retriever(self._mode(state, config), state)
         docs = retriever.invoke(state["input"], config) if retriever is not None else []
-        return {"retrieved": docs, "unit_kind": kind}
+        return {"retrieved": docs, "unit_kind": kind, "mode": None}
 
     async def aretrieve(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        retriever, kind = self._retriever(state.get("mode") or self.mode, self._rules(state))
+        _check_input(state)
+        retriever, kind = self._retriever(self._mode(state, config), state)
         docs = await retriever.ainvoke(state["input"], config) if retriever is not None else []
-        return {"retrieved": docs, "unit_kind": kind}
+        return {"retrieved": docs, "unit_kind": kind, "mode": None}
 
     # -- execute
     def _payload(self, state: TagState) -> dict[str, Any]:
@@ -233,8 +270,8 @@ class _Pipeline:
 def build_tag_graph(
     llm: BaseChatModel,
     *,
-    judge_llm: BaseChatModel | None = None,
-    rules: Sequence[Document] | None = None,
+    judge_llm: ChatRunnable | None = None,
+    rules: Sequence[Document | Rule] | None = None,
     documents: Sequence[Document] | None = None,
     mode: Mode = "tag",
     domain: str | ExecutorPrompt = "generic",
@@ -254,8 +291,8 @@ def build_tag_graph(
     Args:
         llm: Executor model (and extraction model unless ``extractor`` is given).
         judge_llm: Model for the pairwise judgments; defaults to ``llm``.
-        rules: Rule documents. When omitted, the extract node builds them once
-            from ``documents``.
+        rules: Rule documents or :class:`~langchain_tag.rules.Rule` objects.
+            When omitted, the extract node builds them once from ``documents``.
         documents: Source documents: input to extraction and to the
             similarity mode's chunks.
         mode: Default retrieval mode (see module docstring).
@@ -288,7 +325,7 @@ def build_tag_graph(
     pipeline = _Pipeline(
         llm,
         judge_llm=judge_llm,
-        rules=rules,
+        rules=None if rules is None else rule_documents(rules),
         documents=documents,
         mode=mode,
         domain=domain,

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_tag.calibration import Calibration, default_calibration, logit
 from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError
@@ -40,16 +40,50 @@ from langchain_tag.verdict_cache import CachedVerdict, VerdictCache, verdict_key
 
 __all__ = [
     "CONTEXT_TOKENS_ENV",
+    "JUDGE_TAGS",
+    "ChatRunnable",
     "InputTooLongError",
     "Judgment",
     "MatchResult",
     "PairwiseJudge",
+    "configure_judge",
     "context_tokens_from_env",
     "estimate_tokens",
     "resolve_judge_prompt",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
+"""A chat model or any runnable built from one (``llm.bind(...)``, ``.with_retry()``, ``.with_fallbacks()``)."""
+
+JUDGE_TAGS = ("tag_judge", "nostream")
+"""Tags of every judge run: ``nostream`` keeps its tokens out of LangGraph's ``stream_mode="messages"``."""
+
+TOP_LOGPROBS = 5
+"""``top_logprobs`` requested from a judge that takes it and was given without logprobs configured."""
+
+
+def configure_judge(llm: ChatRunnable, verdict_format: VerdictFormat = "token") -> ChatRunnable:
+    """The judge as it is called: a bare model that takes logprobs gets them bound, and a one-token cap.
+
+    A chat model with ``logprobs``, ``top_logprobs`` and ``max_tokens``
+    fields (``ChatOpenAI`` and other OpenAI-compatible clients), none of them
+    set, is bound with ``logprobs=True, top_logprobs=5`` and, for one-word
+    verdicts, ``max_tokens=1``. Anything else (a model configured by you, a
+    ``bind``/``with_retry``/``with_fallbacks`` runnable, a provider without
+    logprobs) is called as given.
+    """
+    fields = getattr(type(llm), "model_fields", {})
+    if not {"logprobs", "top_logprobs", "max_tokens"} <= set(fields):
+        return llm
+    if any(getattr(llm, name, None) is not None for name in ("logprobs", "top_logprobs", "max_tokens")):
+        return llm  # configured by its owner (e.g. logprobs left off for a server that refuses them)
+    options: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+    if verdict_format == "token":
+        options["max_tokens"] = 1
+    return llm.bind(**options)
 
 
 CONTEXT_TOKENS_ENV = "LANGCHAIN_TAG_CONTEXT_TOKENS"
@@ -183,9 +217,15 @@ class PairwiseJudge:
     """Judge every (input, rule) pair independently with one chat model.
 
     Args:
-        llm: Any chat model. For one-token verdicts bind it with
-            ``max_tokens=1`` and, where the provider supports it,
-            ``logprobs=True, top_logprobs=5``.
+        llm: Any chat model, or a runnable built from one
+            (``llm.bind(logprobs=True, top_logprobs=5, max_tokens=1)``,
+            ``.with_retry()``, ``.with_fallbacks([...])``). A bare
+            OpenAI-compatible model with no logprobs configured gets
+            ``logprobs=True, top_logprobs=5`` and, for ``"token"`` verdicts,
+            ``max_tokens=1`` bound (:func:`configure_judge`). When no reply
+            carries logprobs, one warning says that verdicts are read from
+            the text, so no score is given and threshold and calibration do
+            not apply.
         prompt: A :class:`JudgePrompt` or its registry name.
         verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
         threshold: Calibrated score at or above which a logprob verdict is
@@ -215,7 +255,7 @@ class PairwiseJudge:
 
     def __init__(
         self,
-        llm: BaseChatModel,
+        llm: ChatRunnable,
         prompt: str | JudgePrompt = "applicability",
         *,
         verdict_format: VerdictFormat = "token",
@@ -237,6 +277,9 @@ class PairwiseJudge:
         self.llm = llm
         self.prompt = resolve_judge_prompt(prompt)
         self.verdict_format: VerdictFormat = verdict_format
+        self._caller = configure_judge(llm, verdict_format)
+        # Shared with per-call copies of this judge, so the missing-logprobs warning is given once.
+        self._notes: dict[str, bool] = {}
         self.threshold = threshold
         self.max_concurrency = max_concurrency
         self.max_attempts = max_attempts
@@ -252,8 +295,18 @@ class PairwiseJudge:
         """The prompt for one pair."""
         return self.prompt.messages(query, rule, self.verdict_format)
 
-    def _config(self, callbacks: Callbacks) -> RunnableConfig:
-        return RunnableConfig(max_concurrency=self.max_concurrency, callbacks=callbacks, run_name="tag_judge")
+    def _configs(self, callbacks: Callbacks, rules: Sequence[Rule]) -> list[RunnableConfig]:
+        """One config per judgment: named after its rule, rule id in metadata, tagged to stay out of message streams."""
+        return [
+            RunnableConfig(
+                max_concurrency=self.max_concurrency,
+                callbacks=callbacks,
+                run_name=f"tag_judge {rule.rule_id}",
+                tags=list(JUDGE_TAGS),
+                metadata={"tag_rule_id": rule.rule_id, "tag_predicate": self.prompt.name},
+            )
+            for rule in rules
+        ]
 
     def judge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Judge ``query`` against every rule.
@@ -268,9 +321,9 @@ class PairwiseJudge:
         for attempt in range(1, self.max_attempts + 1):
             if not pending:
                 break
-            replies = self.llm.batch(
+            replies = self._caller.batch(
                 [self.messages(query, rules[i]) for i in pending],
-                config=self._config(callbacks),
+                config=self._configs(callbacks, [rules[i] for i in pending]),
                 return_exceptions=True,
             )
             pending, faulted = self._absorb(judgments, pending, replies)
@@ -291,9 +344,9 @@ class PairwiseJudge:
         for attempt in range(1, self.max_attempts + 1):
             if not pending:
                 break
-            replies = await self.llm.abatch(
+            replies = await self._caller.abatch(
                 [self.messages(query, rules[i]) for i in pending],
-                config=self._config(callbacks),
+                config=self._configs(callbacks, [rules[i] for i in pending]),
                 return_exceptions=True,
             )
             pending, faulted = self._absorb(judgments, pending, replies)
@@ -495,12 +548,26 @@ class PairwiseJudge:
             judgment.error = None
         return retry, faulted
 
+    def _note_missing_logprobs(self, judgments: Sequence[Judgment]) -> None:
+        """Warn once when judges' replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
+        answered = [j for j in judgments if j.attempts and j.error is None and not j.cached]
+        if not answered or self._notes.get("no_logprobs") or any(j.probability is not None for j in answered):
+            return
+        self._notes["no_logprobs"] = True
+        logger.warning(
+            "%s gave no logprobs: verdicts are read from the reply text, so there is no P(YES) score and "
+            "threshold and calibration do not apply; configure logprobs where the provider offers them "
+            "(e.g. llm.bind(logprobs=True, top_logprobs=5, max_tokens=1))",
+            describe_model(self.llm),
+        )
+
     def _finish(self, query: str, judgments: list[Judgment], keys: Sequence[str | None]) -> MatchResult:
         if self.cache is not None:
             for judgment, key in zip(judgments, keys, strict=True):
                 if key is not None and not judgment.cached and judgment.error is None and judgment.attempts:
                     self.cache.put(key, CachedVerdict(judgment.applies, judgment.probability, judgment.reply))
         result = MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
+        self._note_missing_logprobs(judgments)
         failed = result.failed
         if failed:
             for judgment in failed:

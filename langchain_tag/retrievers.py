@@ -8,6 +8,8 @@ verdict in metadata.
 
 from __future__ import annotations
 
+import copy
+import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -16,8 +18,8 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self, override
@@ -25,9 +27,9 @@ from typing_extensions import Self, override
 from langchain_tag.calibration import Calibration, CalibrationError, fit_calibration
 from langchain_tag.calibration import Method as CalibrationMethod
 from langchain_tag.errors import JudgmentsFailedError
-from langchain_tag.matcher import MatchResult, PairwiseJudge
+from langchain_tag.matcher import ChatRunnable, MatchResult, PairwiseJudge
 from langchain_tag.prompts import JudgePrompt, VerdictFormat
-from langchain_tag.rules import Rule, rules_from_documents
+from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.verdict_cache import InMemoryVerdictCache, VerdictCache
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever"]
@@ -52,9 +54,29 @@ def _failure_event(result: MatchResult) -> dict[str, Any]:
     }
 
 
+def _refuse_unknown(cls: type[BaseRetriever], data: Any) -> None:
+    """Raise a ``ValueError`` naming each unknown constructor option, with the closest known one."""
+    if not isinstance(data, dict):
+        return
+    known = set(cls.model_fields)
+    unknown = [key for key in data if key not in known]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        if key == "search_kwargs":
+            hints.append("search_kwargs (pass k= and threshold= directly, or per call: invoke(query, k=...))")
+        elif key == "top_k":
+            hints.append("top_k (the cap is k=)")
+        else:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hints.append(f"{key} (did you mean {close[0]}?)" if close else key)
+    raise ValueError(f"{cls.__name__} got unknown option(s): {'; '.join(hints)}")
+
+
 def _as_documents(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str):
-        return [item.to_document() if isinstance(item, Rule) else item for item in value]
+        return rule_documents(value)
     return value
 
 
@@ -84,7 +106,11 @@ class ApplicabilityRetriever(BaseRetriever):
             chain = {"context": retriever, "question": RunnablePassthrough()} | prompt | llm
 
     Attributes:
-        llm: The judge model.
+        llm: The judge: a chat model or a runnable built from one
+            (``llm.bind(logprobs=True, top_logprobs=5, max_tokens=1)``,
+            ``.with_retry()``, ``.with_fallbacks([...])``); see
+            :class:`~langchain_tag.matcher.PairwiseJudge` for what a bare
+            model gets bound.
         rules: Rule documents (any ``Document`` carrying the rule metadata keys)
             or :class:`~langchain_tag.rules.Rule` objects.
         predicate: ``"applicability"`` (default), ``"relevance"``, ``"nba"`` or a
@@ -116,10 +142,10 @@ class ApplicabilityRetriever(BaseRetriever):
             when any judgment failed, instead of counting it as NO.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    llm: BaseChatModel
-    rules: list[Document] = Field(default_factory=list)
+    llm: ChatRunnable
+    rules: Sequence[Document | Rule] = Field(default_factory=list)
     predicate: str | JudgePrompt = "applicability"
     verdict_format: VerdictFormat = "token"
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -133,9 +159,15 @@ class ApplicabilityRetriever(BaseRetriever):
     strict: bool = False
 
     _rules: list[Rule] = PrivateAttr(default_factory=list)
-    _seen: dict[str, Rule] = PrivateAttr(default_factory=dict)
+    _documents: dict[str, Document] = PrivateAttr(default_factory=dict)
     _judge: PairwiseJudge = PrivateAttr()
     _last_match: MatchResult | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_options(cls, data: Any) -> Any:
+        _refuse_unknown(cls, data)
+        return data
 
     @field_validator("rules", mode="before")
     @classmethod
@@ -144,7 +176,9 @@ class ApplicabilityRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _setup(self) -> Self:
-        self._rules = rules_from_documents(self.rules)
+        documents = rule_documents(self.rules)  # already documents: the field's validator made them so
+        self._rules = rules_from_documents(documents)
+        self._documents = {rule.rule_id: doc for rule, doc in zip(self._rules, documents, strict=True)}
         if self.candidates is not None and self.vectorstore is None:
             raise ValueError("candidates= needs a vectorstore to draw candidates from")
         if not self._rules and self.candidates is None:
@@ -168,7 +202,7 @@ class ApplicabilityRetriever(BaseRetriever):
     @classmethod
     def from_vectorstore(
         cls,
-        llm: BaseChatModel,
+        llm: ChatRunnable,
         vectorstore: VectorStore,
         *,
         candidates: int | None = None,
@@ -206,13 +240,13 @@ class ApplicabilityRetriever(BaseRetriever):
     def _candidates(self, query: str) -> list[Rule]:
         if self.vectorstore is not None and self.candidates is not None:
             found = self.vectorstore.similarity_search(query, k=self.candidates)
-            return self._remember(rules_from_documents(found))
+            return self._remember(found)
         return self._rules
 
     async def _acandidates(self, query: str) -> list[Rule]:
         if self.vectorstore is not None and self.candidates is not None:
             found = await self.vectorstore.asimilarity_search(query, k=self.candidates)
-            return self._remember(rules_from_documents(found))
+            return self._remember(found)
         return self._rules
 
     @property
@@ -233,8 +267,11 @@ class ApplicabilityRetriever(BaseRetriever):
         """The pairwise judge: its ``calibration``, ``decision_threshold`` and ``reference_log_odds``."""
         return self._judge
 
-    def _remember(self, rules: list[Rule]) -> list[Rule]:
-        self._seen.update((rule.rule_id, rule) for rule in rules)
+    def _remember(self, found: list[Document]) -> list[Rule]:
+        """The rules of documents drawn from the vector store; each document is kept to be returned as found."""
+        rules = rules_from_documents(found)
+        for rule, doc in zip(rules, found, strict=True):
+            self._documents.setdefault(rule.rule_id, doc)
         return rules
 
     def match(self, query: str, *, callbacks: Any = None) -> MatchResult:
@@ -350,19 +387,21 @@ class ApplicabilityRetriever(BaseRetriever):
     def documents(self, result: MatchResult, *, k: int | None = None) -> list[Document]:
         """The documents a retrieval returns for a match result: matched rules, highest P(YES) first, capped at ``k``.
 
-        Each carries its verdict in metadata (``tag_verdict``, ``tag_predicate``,
+        Each is a copy of the rule document given (``rules=`` or the vector
+        store's), with its ``page_content``, ``id`` and metadata kept. Each carries its verdict in metadata (``tag_verdict``, ``tag_predicate``,
         ``tag_score`` (calibrated) and ``tag_raw_score`` (raw P(YES)) when
         known, ``tag_failed_rule_ids`` when some judgment failed). Use it to turn :meth:`match`'s result into what
         :meth:`invoke` would have returned.
         """
-        by_id = {rule.rule_id: rule for rule in self._rules}
+        if k is not None and k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
         failed = ",".join(j.rule_id for j in result.failed)
         cap = self.k if k is None else k
         matched = result.matched if cap is None else result.matched[:cap]
         docs = []
         for judgment in matched:
-            rule = by_id.get(judgment.rule_id) or self._seen[judgment.rule_id]
-            doc = rule.to_document()
+            found = self._documents[judgment.rule_id]
+            doc = Document(page_content=found.page_content, metadata=dict(found.metadata), id=found.id)
             doc.metadata[VERDICT_KEY] = "YES"
             doc.metadata[PREDICATE_KEY] = result.predicate
             if judgment.score is not None:
@@ -374,13 +413,61 @@ class ApplicabilityRetriever(BaseRetriever):
             docs.append(doc)
         return docs
 
+    def _per_call(self, threshold: float | None, max_concurrency: int | None) -> PairwiseJudge:
+        """The judge, or a copy of it with this call's threshold and concurrency (sharing cache and calibration)."""
+        if threshold is None and max_concurrency is None:
+            return self._judge
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        judge = copy.copy(self._judge)
+        if threshold is not None:
+            judge.threshold = threshold
+        if max_concurrency is not None:
+            judge.max_concurrency = max_concurrency
+        return judge
+
+    @staticmethod
+    def _with_config_concurrency(config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with the config's ``max_concurrency`` unless the call gave its own."""
+        limit = (config or {}).get("max_concurrency")
+        if limit is not None and kwargs.get("max_concurrency") is None:
+            return {**kwargs, "max_concurrency": limit}
+        return kwargs
+
+    @override
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        """Retrieve the rules that apply to ``input``.
+
+        Args:
+            input: The query.
+            config: A runnable config; its ``max_concurrency`` caps the
+                judgments in flight for this call.
+            **kwargs: Per-call options: ``k`` (cap), ``threshold`` (cut-off
+                on the calibrated score), ``max_concurrency``.
+        """
+        return super().invoke(input, config, **self._with_config_concurrency(config, kwargs))
+
+    @override
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        """Async twin of :meth:`invoke`."""
+        return await super().ainvoke(input, config, **self._with_config_concurrency(config, kwargs))
+
     @override
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        threshold: float | None = None,
+        max_concurrency: int | None = None,
     ) -> list[Document]:
+        judge = self._per_call(threshold, max_concurrency)
         rules = self._candidates(query)
         try:
-            result = self._judge.judge(query, rules, callbacks=run_manager.get_child())
+            result = judge.judge(query, rules, callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:
             self._last_match = exc.result
             raise
@@ -391,11 +478,18 @@ class ApplicabilityRetriever(BaseRetriever):
 
     @override
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        threshold: float | None = None,
+        max_concurrency: int | None = None,
     ) -> list[Document]:
+        judge = self._per_call(threshold, max_concurrency)
         rules = await self._acandidates(query)
         try:
-            result = await self._judge.ajudge(query, rules, callbacks=run_manager.get_child())
+            result = await judge.ajudge(query, rules, callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:
             self._last_match = exc.result
             raise
@@ -418,8 +512,16 @@ class RelevanceRetriever(ApplicabilityRetriever):
 class AllRulesRetriever(BaseRetriever):
     """Return every rule (the all-rules baseline), optionally capped at ``k``."""
 
-    rules: list[Document] = Field(default_factory=list)
+    model_config = ConfigDict(extra="forbid")
+
+    rules: Sequence[Document | Rule] = Field(default_factory=list)
     k: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_options(cls, data: Any) -> Any:
+        _refuse_unknown(cls, data)
+        return data
 
     @field_validator("rules", mode="before")
     @classmethod
@@ -431,5 +533,8 @@ class AllRulesRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         cap = self.k if k is None else k
-        docs = [Document(page_content=d.page_content, metadata=dict(d.metadata), id=d.id) for d in self.rules]
+        docs = [
+            Document(page_content=d.page_content, metadata=dict(d.metadata), id=d.id)
+            for d in rule_documents(self.rules)
+        ]
         return docs if cap is None else docs[:cap]

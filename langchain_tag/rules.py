@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -20,12 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from langchain_tag.errors import RuleFileError
 
 __all__ = [
+    "DocumentContent",
     "Rule",
     "RuleFileError",
     "load_rules",
+    "rule_documents",
     "rule_extras",
     "rules_from_documents",
     "rules_to_documents",
+    "rules_to_jsonl",
     "save_rules",
 ]
 
@@ -34,6 +37,9 @@ __all__ = [
 _TAG_KEYS = ("category_tags",)
 _JSON_LIST_KEYS = ("conflicts_with", "related_rules", "merged_from")
 _TAG_SEPARATOR = ", "
+
+DocumentContent = Literal["action", "search"]
+"""What a rule ``Document``'s ``page_content`` holds (see :meth:`Rule.to_document`)."""
 
 
 class Rule(BaseModel):
@@ -112,16 +118,29 @@ class Rule(BaseModel):
 
     # ------------------------------------------------------------------ Document
     def page_content(self) -> str:
-        """Text used as the rule ``Document``'s ``page_content``.
+        """The text of the rule's ``Document``: its action alone.
 
-        It names the rule and states its condition and action, so that a
-        vector store built over rule documents (the rules + similarity ablation)
-        embeds what the rule is about.
+        A chain that formats retrieved documents (``format_docs``, a
+        ``create_retriever_tool``) therefore hands the executor actions only,
+        never conditions: the condition is read from the document's metadata
+        by the judge.
         """
+        return self.action
+
+    def search_text(self) -> str:
+        """The rule's name, condition and action, one per line: what a similarity index over rules embeds."""
         return f"{self.rule_name}\nWhen: {self.condition}\nDo: {self.action}"
 
-    def to_document(self) -> Document:
-        """Return the rule as a ``Document`` with scalar-only metadata."""
+    def to_document(self, *, content: DocumentContent = "action") -> Document:
+        """Return the rule as a ``Document`` with scalar-only metadata.
+
+        Args:
+            content: The ``page_content``: ``"action"`` (default) holds the
+                action alone (:meth:`page_content`), safe to show an
+                executor; ``"search"`` holds name, condition and action
+                (:meth:`search_text`), for a vector store that matches
+                inputs to rules by similarity.
+        """
         metadata: dict[str, Any] = {}
         for key, value in self.model_dump().items():
             if value is None:
@@ -135,7 +154,8 @@ class Rule(BaseModel):
                 metadata[key] = json.dumps(value, ensure_ascii=False)
             else:
                 metadata[key] = value
-        return Document(page_content=self.page_content(), metadata=metadata, id=self.rule_id)
+        text = self.search_text() if content == "search" else self.page_content()
+        return Document(page_content=text, metadata=metadata, id=self.rule_id)
 
     @classmethod
     def from_document(cls, document: Document) -> Rule:
@@ -181,9 +201,14 @@ def rule_extras(metadata: dict[str, Any]) -> dict[str, Any]:
     return extras
 
 
-def rules_to_documents(rules: Iterable[Rule]) -> list[Document]:
-    """Convert rules to rule ``Document`` objects."""
-    return [rule.to_document() for rule in rules]
+def rules_to_documents(rules: Iterable[Rule], *, content: DocumentContent = "action") -> list[Document]:
+    """Convert rules to rule ``Document`` objects (``content`` as in :meth:`Rule.to_document`)."""
+    return [rule.to_document(content=content) for rule in rules]
+
+
+def rule_documents(items: Iterable[Document | Rule]) -> list[Document]:
+    """Rule documents from rule documents and :class:`Rule` objects alike (each rule as :meth:`Rule.to_document`)."""
+    return [item.to_document() if isinstance(item, Rule) else item for item in items]
 
 
 def rules_from_documents(documents: Iterable[Document]) -> list[Rule]:
@@ -203,10 +228,14 @@ def save_rules(rules: Iterable[Rule], path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        for rule in rules:
-            fh.write(rule.model_dump_json(exclude_none=True) + "\n")
+        fh.write(rules_to_jsonl(rules))
     tmp.replace(path)
     return path
+
+
+def rules_to_jsonl(rules: Iterable[Rule]) -> str:
+    """The text of a rule file: one JSON object per rule and line, as :func:`save_rules` writes it."""
+    return "".join(rule.model_dump_json(exclude_none=True) + "\n" for rule in rules)
 
 
 def load_rules(path: str | Path) -> list[Rule]:

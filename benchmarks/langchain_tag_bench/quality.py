@@ -840,7 +840,7 @@ def run_quality(
         if kind not in stores:
             from langchain_tag.similarity import in_memory_chroma
 
-            docs = [r.to_document() for r in rule_list] if kind == "rules_similarity" else chunks
+            docs = [r.to_document(content="search") for r in rule_list] if kind == "rules_similarity" else chunks
             stores[kind] = in_memory_chroma(docs, embed())
         return stores[kind]
 

@@ -8,6 +8,7 @@ with async ones, so the sync and async paths cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,10 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             local models one statement at a time.
         extra_fields: Extra rule fields phase 3 asks for (a domain schema),
             as name -> what the field holds; kept on each rule as extra fields.
-        rule_id_prefix: Rule ids are ``f"{prefix}-{n:03d}"``.
+        rule_id_prefix: Rule ids are ``f"{prefix}-{n:03d}"``; ``None`` takes
+            each rule's prefix from its source document's id (``"pep-0008.rst"``
+            gives ``"PEP-0008-001"``), so rule sets extracted from different
+            sources merge without colliding ids.
         faithfulness_threshold: Fuzzy ratio a source must exceed (0.85).
         coverage_threshold: Share of a span that rule sources must cover (0.5).
         max_attempts: Attempts per LLM call before it is reported as failed.
@@ -114,7 +118,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         spans_per_call: int = 8,
         units_per_call: int = 4,
         extra_fields: Mapping[str, str] | None = None,
-        rule_id_prefix: str = "R",
+        rule_id_prefix: str | None = "R",
         faithfulness_threshold: float = 0.85,
         coverage_threshold: float = 0.5,
         max_attempts: int = 2,
@@ -354,6 +358,13 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
                     failed.add(unit.atomic_id)
         return [(u, found[u.atomic_id]) for u in units if u.atomic_id in found]
 
+    def _prefix(self, document_id: str) -> str:
+        """The rule id prefix: the one given, else one from the source document's id."""
+        if self.rule_id_prefix is not None:
+            return self.rule_id_prefix
+        slug = re.sub(r"[^0-9A-Za-z]+", "-", Path(document_id).stem or document_id).strip("-").upper()
+        return slug or "R"
+
     def _number(
         self, drafts: list[tuple[AtomicUnit, RuleDraft]], span_by_id: dict[str, Span], *, start: int
     ) -> list[Rule]:
@@ -362,7 +373,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             span = span_by_id[unit.span_id]
             rules.append(
                 Rule(
-                    rule_id=f"{self.rule_id_prefix}-{start + offset:03d}",
+                    rule_id=f"{self._prefix(span.document_id)}-{start + offset:03d}",
                     document_id=span.document_id,
                     span_id=span.span_id,
                     atomic_id=unit.atomic_id,

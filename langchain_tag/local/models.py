@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_tag.errors import MissingExtraError, require_extra
-from langchain_tag.faults import redact_url
+from langchain_tag.faults import IDENTITY_METADATA_KEY, redact_url
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -327,6 +327,8 @@ def _local_endpoint(cfg: ModelConfig) -> dict[str, Any]:
         "base_url": server.base_url,
         "api_key": _LOCAL_API_KEY,
         "model": server.model_name,
+        # Cache keys name the model file, not the server's port, which changes between runs.
+        "metadata": {IDENTITY_METADATA_KEY: server.model_name},
         # llama.cpp server: reuse the KV cache of the longest common prefix.
         "extra_body": {"cache_prompt": True},
     }

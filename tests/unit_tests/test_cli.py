@@ -49,7 +49,13 @@ def test_match_with_fake_model(
     path = save_rules(rules, tmp_path / "rules.jsonl")
     assert main(["match", "def f():\n\treturn 1", "--rules", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [
-        {"rule_id": "R-003", "score": pytest.approx(0.9), "p_yes": pytest.approx(0.9)}
+        {
+            "rule_id": "R-003",
+            "rule_name": "tabs for indentation",
+            "score": pytest.approx(0.9),
+            "p_yes": pytest.approx(0.9),
+            "action": "ACTION<indent with four spaces>",
+        }
     ]  # a fake model has no shipped calibration: the score is the raw P(YES)
     calibration = Calibration(method="threshold", intercept=-logit(0.95)).save(tmp_path / "cal.json")
     assert (
@@ -67,6 +73,9 @@ def test_match_with_fake_model(
         ["extract", "doc.md", "-o", "r.jsonl", "--fast"],
         ["frobnicate"],
         ["run", "x", "--rules", "r.jsonl", "--mode", "bm25"],
+        ["match", "x", "--rules", "r.jsonl", "--k", "-1"],
+        ["match", "x", "--rules", "r.jsonl", "--max-concurrency", "0"],
+        ["run", "x", "--rules", "r.jsonl", "--k", "0"],
     ],
 )
 def test_usage_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -181,3 +190,78 @@ def test_extract_names_the_task_input_in_every_phase_and_batches_as_asked(
     with pytest.raises(SystemExit):
         main(["extract", str(doc), "-o", str(out), "--units-per-call", "0"])
     assert "expected a positive integer" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- pipes and JSON
+POLICY = "# Style\n\nNever use wildcard imports. Always use four spaces per indentation level.\n"
+
+
+def test_extract_reads_stdin_and_writes_stdout_with_a_prefix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from langchain_tag.testing import fake_extractor
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_extractor())
+    monkeypatch.setattr("sys.stdin", io.StringIO(POLICY))
+    assert main(["extract", "-", "-o", "-", "--no-store", "--rule-id-prefix", "STYLE"]) == 0
+    captured = capsys.readouterr()
+    rules = [Rule.model_validate_json(line) for line in captured.out.splitlines()]
+    assert rules and all(r.rule_id.startswith("STYLE-") and r.document_id == "stdin" for r in rules)
+    assert "wrote" in captured.err and "wrote" not in captured.out
+    assert not Path("-").exists()
+
+
+def test_extract_with_no_rules_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=lambda text: '{"labels": []}'))
+    doc = tmp_path / "policy.md"
+    doc.write_text("Nothing normative here at all.\n")
+    assert main(["extract", str(doc), "-o", str(tmp_path / "r.jsonl"), "--no-store"]) == 1
+    assert "error: no rules extracted" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_match_json_names_each_rule_with_scores_and_action(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import fake_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge({"R-003"}, with_logprobs=True))
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    assert main(["match", "x", "--rules", str(path), "--json", "--raw"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    by_id = {r.rule_id: r for r in rules}
+    assert row["rule_name"] == by_id["R-003"].rule_name and row["action"] == by_id["R-003"].action
+    assert row["p_yes"] == pytest.approx(0.9) and row["score"] == pytest.approx(0.9)
+
+
+def test_run_json_and_debug_after_the_subcommand(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import fake_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge({"R-003"}))
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    assert main(["run", "x", "--rules", str(path), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    action = {r.rule_id: r.action for r in rules}["R-003"]
+    assert payload["mode"] == "tag" and payload["given"] == [{"id": "R-003", "text": action}]
+    assert isinstance(payload["output"], str)
+    with pytest.raises(FileNotFoundError):
+        main(["match", "x", "--rules", str(tmp_path / "missing.jsonl"), "--debug"])
+
+
+def test_an_invalid_option_value_is_one_line_without_validation_noise(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import fake_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge(set()))
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    assert main(["match", "x", "--rules", str(path), "--threshold", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "threshold" in err and "less than or equal to 1" in err
+    assert "pydantic" not in err and "input_value" not in err

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langchain_core.documents import Document
 
@@ -138,3 +140,71 @@ def test_builder_errors() -> None:
         build_tag_graph(_executor())
     with pytest.raises(ValueError, match="unknown mode"):
         build_tag_graph(_executor(), rules=[], mode="bm25")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- a graph as LangChain users run it
+def test_judged_mode_retriever_is_built_once_so_its_cache_serves_repeated_calls(rules: list[Rule]) -> None:
+    judge = fake_judge({"R-002"})
+    graph = build_tag_graph(_executor(), judge_llm=judge, rules=[r.to_document() for r in rules])
+    for _ in range(3):
+        graph.invoke({"input": "same input"})
+    assert judge.calls == len(rules)
+
+
+def test_per_call_mode_does_not_persist_on_a_checkpointed_thread(rules: list[Rule]) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = build_tag_graph(
+        _executor(),
+        judge_llm=fake_judge({"R-002"}),
+        rules=[r.to_document() for r in rules],
+        checkpointer=InMemorySaver(),
+    )
+    thread = {"configurable": {"thread_id": "t1"}}
+    assert len(graph.invoke({"input": "q", "mode": "all_rules"}, thread)["retrieved"]) == 5
+    assert [d.id for d in graph.invoke({"input": "q2"}, thread)["retrieved"]] == ["R-002"]
+    per_call = {"configurable": {"thread_id": "t1", "mode": "all_rules"}}
+    assert len(graph.invoke({"input": "q3"}, per_call)["retrieved"]) == 5
+    assert [d.id for d in graph.invoke({"input": "q4"}, thread)["retrieved"]] == ["R-002"]
+
+
+def test_judge_tokens_stay_out_of_message_streams(rules: list[Rule]) -> None:
+    graph = build_tag_graph(
+        FakeChatModel(respond=lambda text: "EXECUTED"), judge_llm=fake_judge({"R-002"}), rules=rules
+    )
+    streamed = [message.content for message, _ in graph.stream({"input": "q"}, stream_mode="messages")]
+    assert streamed and all("EXECUTED" in str(c) for c in streamed)
+
+
+def test_judge_runs_are_named_and_carry_their_rule_id(rules: list[Rule]) -> None:
+    from langchain_core.tracers.context import collect_runs
+
+    graph = build_tag_graph(_executor(), judge_llm=fake_judge({"R-002"}), rules=rules)
+    with collect_runs() as collector:
+        graph.invoke({"input": "q"})
+    judged: list[Any] = []
+    stack = list(collector.traced_runs)
+    while stack:
+        run = stack.pop()
+        stack.extend(run.child_runs)
+        if run.run_type in ("llm", "chat_model") and "tag_judge" in (run.tags or []):
+            judged.append(run)
+    assert sorted(r.extra["metadata"]["tag_rule_id"] for r in judged) == [r.rule_id for r in rules]
+    assert {r.name for r in judged} == {f"tag_judge {r.rule_id}" for r in rules}
+
+
+@pytest.mark.parametrize("state", [{}, {"input": ""}, {"input": 3}])
+def test_missing_input_is_a_clear_error(rules: list[Rule], state: dict[str, Any]) -> None:
+    graph = build_tag_graph(_executor(), judge_llm=fake_judge(set()), rules=rules)
+    with pytest.raises(ValueError, match="needs the task input"):
+        graph.invoke(state)
+
+
+@pytest.mark.parametrize("mode", ["tag", "all_rules", "similarity"])
+def test_rule_objects_work_in_every_mode(rules: list[Rule], mode: Any) -> None:
+    graph = build_tag_graph(
+        _executor(), judge_llm=fake_judge({"R-004"}), rules=rules, mode=mode, embeddings=HashingEmbeddings(), k=1
+    )
+    out = graph.invoke({"input": "a function has a list as a default argument value"})
+    assert out["retrieved"] and all(isinstance(d, Document) for d in out["retrieved"])
+    assert all(d.metadata["rule_id"] == "R-004" for d in out["retrieved"]) or mode == "all_rules"

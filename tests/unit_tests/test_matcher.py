@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import pytest
 
 from langchain_tag.errors import ProviderError
-from langchain_tag.matcher import PairwiseJudge
+from langchain_tag.matcher import PairwiseJudge, configure_judge
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
 
@@ -119,3 +122,54 @@ def test_bad_settings_are_refused(kwargs: dict) -> None:
 def test_unknown_predicate_lists_known() -> None:
     with pytest.raises(ValueError, match="applicability"):
         PairwiseJudge(fake_judge(set()), "similarity")
+
+
+# ---------------------------------------------------------------- judge configuration
+def _scored(text: str) -> tuple[str, float]:
+    return ("YES", 0.9) if judged_rule_id(text) == "R-002" else ("NO", 0.2)
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda llm: llm.bind(logprobs=True, max_tokens=1),
+        lambda llm: llm.with_retry(stop_after_attempt=2),
+        lambda llm: llm.with_fallbacks([fake_judge(set())]),
+        lambda llm: llm.bind(max_tokens=1).with_retry(),
+    ],
+)
+def test_any_runnable_judge_is_accepted_and_scored(rules: list[Rule], wrap: Any) -> None:
+    from langchain_tag.retrievers import ApplicabilityRetriever
+
+    llm = FakeChatModel(respond=_scored, with_logprobs=True)
+    retriever = ApplicabilityRetriever(llm=wrap(llm), rules=rules)
+    docs = retriever.invoke("q")
+    assert [d.id for d in docs] == ["R-002"] and docs[0].metadata["tag_raw_score"] == pytest.approx(0.9)
+    assert llm.calls == len(rules)
+    assert retriever.judge.model_identity == PairwiseJudge(llm).model_identity  # same cache keys as the bare model
+
+
+def test_bare_openai_compatible_judge_gets_logprobs_and_a_one_token_cap() -> None:
+    openai = pytest.importorskip("langchain_openai")
+    bare = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x")
+    bound = configure_judge(bare)
+    assert bound is not bare and bound.kwargs == {"logprobs": True, "top_logprobs": 5, "max_tokens": 1}  # type: ignore[attr-defined]
+    assert "max_tokens" not in configure_judge(bare, "json").kwargs  # type: ignore[attr-defined]
+    configured = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x", logprobs=False)
+    assert configure_judge(configured) is configured  # a choice made is kept
+    capped = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x", max_tokens=1)
+    assert configure_judge(capped) is capped
+    assert configure_judge(fake_judge(set())) is not None
+
+
+def test_one_warning_when_the_judge_gives_no_logprobs(rules: list[Rule], caplog: pytest.LogCaptureFixture) -> None:
+    judge = PairwiseJudge(fake_judge({"R-001"}), threshold=0.9)
+    with caplog.at_level(logging.WARNING, logger="langchain_tag.matcher"):
+        judge.judge("first", rules)
+        judge.judge("second", rules)
+    warnings = [r for r in caplog.records if "gave no logprobs" in r.getMessage()]
+    assert len(warnings) == 1 and "threshold" in warnings[0].getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="langchain_tag.matcher"):
+        PairwiseJudge(FakeChatModel(respond=_scored, with_logprobs=True)).judge("q", rules)
+    assert not [r for r in caplog.records if "gave no logprobs" in r.getMessage()]

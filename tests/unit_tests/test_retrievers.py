@@ -31,14 +31,17 @@ def test_accepts_rule_objects(rules: list[Rule]) -> None:
     assert [d.id for d in retriever.invoke("q")] == ["R-001"]
 
 
+_GRADED = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.7}
+
+
+def _graded(text: str) -> tuple[str, float]:
+    """A judge reply with P(YES) from ``_GRADED`` for the rule in the prompt."""
+    p_yes = _GRADED[judged_rule_id(text) or ""]
+    return ("YES" if p_yes > 0.5 else "NO", p_yes)
+
+
 def test_k_caps_by_probability(rules: list[Rule]) -> None:
-    probs = {"R-001": 0.6, "R-002": 0.9, "R-003": 0.8, "R-004": 0.1, "R-005": 0.7}
-
-    def respond(text: str) -> tuple[str, float]:
-        rid = judged_rule_id(text)
-        return ("YES" if probs[rid] > 0.5 else "NO", probs[rid])
-
-    llm = FakeChatModel(respond=respond, with_logprobs=True)
+    llm = FakeChatModel(respond=_graded, with_logprobs=True)
     retriever = ApplicabilityRetriever(llm=llm, rules=rules, k=2)
     docs = retriever.invoke("q")
     assert [d.id for d in docs] == ["R-002", "R-003"]
@@ -193,8 +196,8 @@ def test_from_chroma_judges_every_stored_rule(rule_docs: list[Document]) -> None
     assert llm.calls == 5
 
 
-def test_from_chroma_with_candidates_judges_only_top_n(rule_docs: list[Document]) -> None:
-    store = in_memory_chroma(rule_docs, HashingEmbeddings())
+def test_from_chroma_with_candidates_judges_only_top_n(rules: list[Rule]) -> None:
+    store = in_memory_chroma([r.to_document(content="search") for r in rules], HashingEmbeddings())
     llm = fake_judge({"R-003", "R-001"})
     retriever = ApplicabilityRetriever.from_vectorstore(llm, store, candidates=2)
     docs = retriever.invoke("a line is indented with tab characters")
@@ -241,3 +244,113 @@ def test_documents_of_a_match_result_are_what_invoke_returns(rules: list[Rule]) 
     assert llm.calls == calls
     assert [(d.id, d.metadata) for d in from_match] == [(d.id, d.metadata) for d in invoked]
     assert [d.metadata["rule_id"] for d in invoked] == ["R-002", "R-003"]
+
+
+# ---------------------------------------------------------------- the user's documents
+def test_returns_the_users_documents_with_verdict_keys_added() -> None:
+    mine = Document(
+        page_content="Catch the specific exception class (see the style guide).",
+        metadata={
+            "rule_id": "R-7",
+            "rule_name": "bare except",
+            "condition": "an except clause names no exception class",
+            "action": "catch the specific exception class",
+            "severity": "high",
+            "url": "https://example.org/style#except",
+        },
+        id="style-7",
+    )
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-7"}), rules=[mine])
+    (doc,) = retriever.invoke("try: pass\nexcept: pass")
+    assert doc.page_content == mine.page_content and doc.id == "style-7"
+    assert doc.metadata["severity"] == "high" and doc.metadata["url"] == "https://example.org/style#except"
+    assert doc.metadata["tag_verdict"] == "YES"
+    assert doc is not mine and "tag_verdict" not in mine.metadata  # a copy: the user's document is untouched
+
+
+def test_user_metadata_kept_for_rules_drawn_from_a_vector_store() -> None:
+    rule = Rule(rule_id="R-1", rule_name="n", condition="c holds", action="do a", severity="low")  # type: ignore[call-arg]
+    doc = rule.to_document()
+    doc.metadata["chroma_extra"] = "kept"
+    doc.page_content = "do a (my wording)"
+    store = in_memory_chroma([doc], HashingEmbeddings())
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-1"}), vectorstore=store, candidates=1)
+    (found,) = retriever.invoke("q")
+    assert found.metadata["chroma_extra"] == "kept" and found.metadata["severity"] == "low"
+    assert found.page_content == "do a (my wording)"
+
+
+def test_format_docs_chain_hands_the_executor_actions_never_conditions(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001", "R-003"}), rules=rules)
+    seen: list[str] = []
+
+    def executor(text: str) -> str:
+        seen.append(text)
+        return "ok"
+
+    def format_docs(docs: list[Document]) -> str:
+        return "\n\n".join(d.page_content for d in docs)
+
+    prompt = ChatPromptTemplate.from_template("Rules:\n{context}\n\nInput:\n{question}")
+    chain = (
+        {"context": retriever | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | FakeChatModel(respond=executor)
+        | StrOutputParser()
+    )
+    assert chain.invoke("q") == "ok"
+    by_id = {r.rule_id: r for r in rules}
+    for rule_id in ("R-001", "R-003"):
+        assert by_id[rule_id].action in seen[0]
+        assert by_id[rule_id].condition not in seen[0]
+
+
+# ---------------------------------------------------------------- misconfiguration refused
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        ({"treshold": 0.9}, "did you mean threshold"),
+        ({"search_kwargs": {"k": 1}}, "search_kwargs"),
+        ({"top_k": 1}, "k="),
+    ],
+)
+def test_unknown_options_are_refused(rules: list[Rule], option: dict[str, Any], named: str) -> None:
+    with pytest.raises(ValueError, match="unknown option") as info:
+        ApplicabilityRetriever(llm=fake_judge(set()), rules=rules, **option)
+    assert named in str(info.value)
+    with pytest.raises(ValueError, match="unknown option"):
+        AllRulesRetriever(rules=rules, **option)
+
+
+def test_base_retriever_fields_still_accepted(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001"}), rules=rules, tags=["mine"], metadata={"team": "a"})
+    assert retriever.tags == ["mine"] and retriever.metadata == {"team": "a"}
+    assert [d.id for d in retriever.invoke("q")] == ["R-001"]
+
+
+def test_per_call_threshold_and_k(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=FakeChatModel(respond=_graded, with_logprobs=True), rules=rules)
+    assert [d.id for d in retriever.invoke("q", threshold=0.75)] == ["R-002", "R-003"]
+    assert [d.id for d in retriever.invoke("q")] == ["R-002", "R-003", "R-005", "R-001"]  # not kept
+    assert [d.id for d in retriever.invoke("q", threshold=0.65, k=2)] == ["R-002", "R-003"]
+    with pytest.raises(ValueError, match="k must be"):
+        retriever.invoke("q", k=-1)
+
+
+async def test_per_call_threshold_async(rules: list[Rule]) -> None:
+    def respond(text: str) -> tuple[str, float]:
+        return ("YES", 0.9) if judged_rule_id(text) == "R-002" else ("YES", 0.6)
+
+    retriever = ApplicabilityRetriever(llm=FakeChatModel(respond=respond, with_logprobs=True), rules=rules)
+    assert [d.id for d in await retriever.ainvoke("q", threshold=0.8)] == ["R-002"]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_config_max_concurrency_is_honoured(rules: list[Rule], use_async: bool) -> None:
+    llm = fake_judge({"R-001"}, delay=0.02)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, max_concurrency=8)
+    if use_async:
+        await retriever.ainvoke("q", config={"max_concurrency": 1})
+    else:
+        retriever.invoke("q", config={"max_concurrency": 1})
+    assert llm.calls == len(rules) and llm.max_in_flight == 1

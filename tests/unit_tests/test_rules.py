@@ -143,3 +143,11 @@ def test_extra_fields_travel_through_files_and_documents(tmp_path: Path) -> None
     doc.metadata["tag_score"] = 0.9  # verdict keys added by a retriever are not rule fields
     back = Rule.from_document(doc)
     assert back.model_extra == {"severity": "high", "refs": ["u1", "u2"]}
+
+
+def test_rule_document_content_is_the_action_unless_asked_for_search_text() -> None:
+    rule = Rule(rule_id="R-1", rule_name="bare except", condition="an except names no class", action="name the class")
+    assert rule.to_document().page_content == "name the class"
+    searched = rule.to_document(content="search").page_content
+    assert "an except names no class" in searched and "name the class" in searched
+    assert Rule.from_document(rule.to_document()) == rule  # the condition travels in metadata

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.faults import model_identity
+from langchain_tag.faults import IDENTITY_METADATA_KEY, model_identity
 from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
@@ -80,8 +80,16 @@ def test_key_covers_the_rule_as_judged_and_the_prompt(rules: list[Rule]) -> None
 def test_model_identity() -> None:
     remote = SimpleNamespace(model_name="deepseek-chat", openai_api_base="https://api.deepseek.com/v1/")
     local = SimpleNamespace(model_name="qwen-1.5b.gguf", openai_api_base="http://127.0.0.1:41234/v1")
+    other_port = SimpleNamespace(model_name="qwen-1.5b.gguf", openai_api_base="http://127.0.0.1:41235/v1")
+    embedded = SimpleNamespace(
+        model_name="qwen-1.5b.gguf",
+        openai_api_base="http://127.0.0.1:41234/v1",
+        metadata={IDENTITY_METADATA_KEY: "q.gguf"},
+    )
     assert model_identity(remote) == "https://api.deepseek.com/v1/deepseek-chat"
-    assert model_identity(local) == "qwen-1.5b.gguf"  # the local server's port changes between runs
+    # Two local servers are two endpoints: one never answers from the other's verdicts.
+    assert model_identity(local) == "http://127.0.0.1:41234/v1/qwen-1.5b.gguf" != model_identity(other_port)
+    assert model_identity(embedded) == "q.gguf"  # the embedded model: its file, whatever its port
     assert model_identity(fake_judge(())) == "FakeChatModel"
 
 

@@ -209,3 +209,19 @@ def test_a_span_whose_statement_asks_nothing_is_left_out_without_hurting_coverag
     assert result.report.coverage == 1.0 and result.report.counts["units stating no rule"] == 1
     assert any("states no rule" in n for n in result.report.notes)
     assert not any("phone" in s.text for s in result.spans)
+
+
+def test_rule_ids_namespaced_per_source_merge_without_collisions() -> None:
+    from langchain_tag.rules import rules_from_documents
+
+    def run(doc_id: str) -> list[Document]:
+        return list(
+            RuleDocumentTransformer(fake_extractor(), rule_id_prefix=None).transform_documents([_doc(doc_id=doc_id)])
+        )
+
+    refunds, shipping = run("refunds.md"), run("shipping-policy.md")
+    assert refunds and all(d.metadata["rule_id"].startswith("REFUNDS-") for d in refunds)
+    assert all(d.metadata["rule_id"].startswith("SHIPPING-POLICY-") for d in shipping)
+    assert len(rules_from_documents(refunds + shipping)) == len(refunds) + len(shipping)  # no duplicate id
+    default = RuleDocumentTransformer(fake_extractor()).transform_documents([_doc()])
+    assert default[0].metadata["rule_id"] == "R-001"

@@ -16,6 +16,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from langchain_tag.faults import model_identity
 from langchain_tag.local import models, weights
 from langchain_tag.local import server as local_server
 from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings, request_deadline_hooks
@@ -232,6 +233,7 @@ def test_local_provider_uses_server_and_prompt_cache(monkeypatch: pytest.MonkeyP
     assert llm.model_name == "fake-local"
     assert llm.extra_body == {"cache_prompt": True}
     assert llm.logprobs is True and llm.max_tokens == 1
+    assert model_identity(llm) == "fake-local"  # the server's port is not part of the embedded model's identity
 
 
 def test_local_provider_prefers_user_gguf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
