@@ -292,10 +292,24 @@ def _best_f1_cut(xs: list[float], ys: list[int]) -> float:
 
 
 def _platt(xs: list[float], ys: list[int], *, iterations: int = 100, ridge: float = 1e-3) -> tuple[float, float]:
-    """Logistic regression of ``ys`` on ``xs`` (Newton's method, Platt's smoothed targets, a small ridge)."""
+    """Logistic regression of ``ys`` on ``xs`` (Newton's method, Platt's smoothed targets, a small ridge).
+
+    Each Newton step is halved until the loss goes down, so nearly separable data (a few labelled examples
+    far apart) converge instead of overshooting.
+    """
     n_pos, n_neg = sum(ys), len(ys) - sum(ys)
     targets = [(n_pos + 1) / (n_pos + 2) if y else 1 / (n_neg + 2) for y in ys]
+
+    def loss(a: float, b: float) -> float:
+        total = 0.5 * ridge * a * a
+        for x, t in zip(xs, targets, strict=True):
+            z = a * x + b
+            # cross-entropy with soft targets, written to stay finite for large |z|
+            total += max(z, 0.0) - t * z + math.log1p(math.exp(-abs(z)))
+        return total
+
     a, b = 1.0, 0.0
+    current = loss(a, b)
     for _ in range(iterations):
         g_a = g_b = h_aa = h_ab = h_bb = 0.0
         for x, t in zip(xs, targets, strict=True):
@@ -314,8 +328,16 @@ def _platt(xs: list[float], ys: list[int], *, iterations: int = 100, ridge: floa
             break
         da = (h_bb * g_a - h_ab * g_b) / det
         db = (h_aa * g_b - h_ab * g_a) / det
-        a, b = a - da, b - db
-        if abs(da) < 1e-9 and abs(db) < 1e-9:
+        step = 1.0
+        while step > 1e-6:
+            trial = loss(a - step * da, b - step * db)
+            if trial <= current:
+                break
+            step /= 2
+        else:
+            break
+        a, b, current = a - step * da, b - step * db, trial
+        if abs(step * da) < 1e-9 and abs(step * db) < 1e-9:
             break
     return a, b
 

@@ -99,6 +99,12 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--policy", help="npov: the policy document to extract rules from; required")
     p.add_argument("--predicate", choices=("applicability", "nba"), default="applicability", help="TAG judge prompt")
     p.add_argument(
+        "--judge-prompt",
+        choices=("applicability", "applicability-fewshot", "applicability-named"),
+        default="applicability",
+        help="quality: the judge prompt of the tag rows (compare prompts on tag-fitted; default: applicability)",
+    )
+    p.add_argument(
         "--query",
         choices=("text", "lines", "operations"),
         default="text",
@@ -293,6 +299,7 @@ def run_quality_command(args: argparse.Namespace) -> int:
         limit=args.limit,
         cache_dir=cache_dir,
         threshold=args.threshold,
+        judge_prompt=args.judge_prompt,
         max_concurrency=args.max_concurrency,
         show_progress=tty,
         on_record=None if tty else _log_quality_record,

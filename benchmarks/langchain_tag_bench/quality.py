@@ -14,7 +14,10 @@ Precision, recall and F1 are micro-averaged over (case, statement) pairs against
 Methods (rows): ``tag`` (the shipped default: ``calibration="default"``, matched = calibrated score >= threshold),
 ``tag-raw`` (the same judgments, matched = raw P(YES) >= 0.5, no calls of its own), ``tag-calibrated:FILE`` (a
 saved :class:`~langchain_tag.calibration.Calibration`; its pairs come from the shared verdict cache, so only its
-reference inputs cost calls), ``all_rules``, ``rules_similarity@K`` (K = 1, 3, 5) and ``chunks_similarity@K``
+reference inputs cost calls), ``tag-fitted`` (each rule's mean log-odds over
+:data:`~langchain_tag.calibration.TYPICAL_INPUTS` subtracted, then Platt and the threshold fitted on the run's own dev
+cases and applied to test: how a default calibration for a new judge model or judge prompt is made; written to
+``OUT/fitted-calibration.json``), ``all_rules``, ``rules_similarity@K`` (K = 1, 3, 5) and ``chunks_similarity@K``
 (K = 1, 2, 3, 5), top-K by embedding similarity in an in-memory Chroma.
 
 Each (method, case) is one JSON line in ``OUT/records.jsonl`` (:class:`~langchain_tag_bench.runlog.RunLog`), the
@@ -41,7 +44,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.vectorstores import VectorStore
 
-from langchain_tag.calibration import Calibration, expected_calibration_error
+from langchain_tag.calibration import (
+    TYPICAL_INPUTS,
+    Calibration,
+    CalibrationError,
+    expected_calibration_error,
+    fit_calibration,
+    sigmoid,
+)
 from langchain_tag.faults import model_identity
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
@@ -51,6 +61,7 @@ from langchain_tag_bench.runlog import RunLog
 __all__ = [
     "CHUNK_KS",
     "DEFAULT_QUALITY_METHODS",
+    "FITTED_FILE",
     "QUALITY_SETS",
     "RULE_KS",
     "ExtractionQuality",
@@ -79,10 +90,13 @@ RULE_KS = (1, 3, 5)
 CHUNK_KS = (1, 2, 3, 5)
 DEFAULT_QUALITY_METHODS = "tag,tag-raw,all_rules,rules_similarity,chunks_similarity"
 RECORDS_FILE = "records.jsonl"
+FITTED_FILE = "fitted-calibration.json"
+FITTED_REFERENCE = Calibration(method="identity", reference_inputs=TYPICAL_INPUTS)
+"""What ``tag-fitted`` judges with: each rule's mean log-odds over the typical inputs subtracted, nothing else."""
 MIN_SHARE = 0.5
 """A unit counts for a statement it covers by at least this share (of the statement, or of a rule's source)."""
 
-Kind = Literal["tag", "tag-raw", "tag-calibrated", "all_rules", "rules_similarity", "chunks_similarity"]
+Kind = Literal["tag", "tag-raw", "tag-calibrated", "tag-fitted", "all_rules", "rules_similarity", "chunks_similarity"]
 
 
 # --------------------------------------------------------------------------
@@ -374,7 +388,7 @@ class QualityMethod:
     @property
     def judged(self) -> bool:
         """Whether the row is read from pairwise judgments."""
-        return self.kind in ("tag", "tag-raw", "tag-calibrated")
+        return self.kind in ("tag", "tag-raw", "tag-calibrated", "tag-fitted")
 
     @property
     def label(self) -> str:
@@ -385,6 +399,8 @@ class QualityMethod:
             return "TAG, raw P(YES) >= 0.5 (`tag-raw`)"
         if self.kind == "tag-calibrated":
             return f"TAG, calibration {Path(self.calibration_file or '').name} (`tag-calibrated`)"
+        if self.kind == "tag-fitted":
+            return "TAG, fitted on dev (`tag-fitted`)"
         if self.kind == "all_rules":
             return "all rules"
         units = "rules" if self.kind == "rules_similarity" else "chunks"
@@ -392,7 +408,7 @@ class QualityMethod:
 
 
 def parse_quality_methods(text: str) -> list[QualityMethod]:
-    """Parse ``--methods``: ``tag``, ``tag-raw``, ``tag-calibrated:FILE``, ``all_rules``,
+    """Parse ``--methods``: ``tag``, ``tag-raw``, ``tag-calibrated:FILE``, ``tag-fitted``, ``all_rules``,
     ``rules_similarity[@K]``, ``chunks_similarity[@K]`` (without ``@K``: K in 1, 3, 5 and 1, 2, 3, 5), ``all``.
 
     Raises:
@@ -410,7 +426,7 @@ def parse_quality_methods(text: str) -> list[QualityMethod]:
             for name in DEFAULT_QUALITY_METHODS.split(","):
                 for method in parse_quality_methods(name):
                     add(method)
-        elif part in ("tag", "tag-raw", "all_rules"):
+        elif part in ("tag", "tag-raw", "tag-fitted", "all_rules"):
             add(QualityMethod(part, part))  # type: ignore[arg-type]
         elif part.startswith("tag-calibrated:"):
             path = part.partition(":")[2]
@@ -421,7 +437,7 @@ def parse_quality_methods(text: str) -> list[QualityMethod]:
             base, _, k_text = part.partition("@")
             if base not in ("rules_similarity", "chunks_similarity"):
                 raise ValueError(
-                    f"unknown method {part!r}; choose from tag, tag-raw, tag-calibrated:FILE, all_rules, "
+                    f"unknown method {part!r}; choose from tag, tag-raw, tag-calibrated:FILE, tag-fitted, all_rules, "
                     "rules_similarity[@K], chunks_similarity[@K], all"
                 )
             if k_text:
@@ -512,6 +528,7 @@ class QualityRun:
         rule_map: Rule id -> statements.
         chunk_map: Chunk id -> statements.
         judge_model: The judge's identity (``None`` without a judge).
+        judge_prompt: The judge prompt's version, when judged.
         threshold: The ``tag`` row's decision threshold, when judged.
         new_records: Records written by this call.
         judge_calls: Judge calls made by this call, the calibration's reference judgments included.
@@ -529,11 +546,13 @@ class QualityRun:
     rule_map: dict[str, set[str]]
     chunk_map: dict[str, set[str]]
     judge_model: str | None = None
+    judge_prompt: str | None = None
     threshold: float | None = None
     new_records: int = 0
     judge_calls: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    _fitted: tuple[Calibration | None] | None = field(default=None, repr=False)
 
     def record(self, method: str, case_id: str) -> dict[str, Any] | None:
         """The record of ``(method, case)``."""
@@ -547,7 +566,81 @@ class QualityRun:
             return None
         if method.kind == "tag-raw":
             return [j["rule_id"] for j in record["judgments"] if _raw_yes(j)]
+        if method.kind == "tag-fitted":
+            fitted = self.fitted()
+            if fitted is None:
+                return None
+            threshold = fitted.threshold if fitted.threshold is not None else 0.5
+            return [j["rule_id"] for j in record["judgments"] if _fitted_score(fitted, j) >= threshold]
         return list(record["units"])
+
+    def fitted(self) -> Calibration | None:
+        """The ``tag-fitted`` calibration: Platt over the dev pairs, threshold with the best dev F1.
+
+        The threshold is the midpoint between the best-scoring dev cut and the next lower dev score.
+
+        Fitted once from the ``tag-fitted`` records of the dev cases (pairs of rules that map to a statement;
+        label: the case violates it) and written to ``OUT/fitted-calibration.json``, where ``tag-calibrated:FILE``
+        and :meth:`~langchain_tag.calibration.Calibration.load` read it. ``None`` (with a note) when the dev
+        split has no such records, or only one kind of label.
+        """
+        if self._fitted is not None:
+            return self._fitted[0]
+        dev = [c for c in self.cases if c["split"] == "dev"]
+        records = {c["id"]: self.record("tag-fitted", c["id"]) for c in dev}
+        features, labels = [], []
+        for case in dev:
+            record = records[case["id"]]
+            violated = set(case.get("violates") or ())
+            for judgment in record["judgments"] if record else ():
+                mapped = self.rule_map.get(judgment["rule_id"])
+                if mapped and judgment.get("feature") is not None:
+                    features.append(float(judgment["feature"]))
+                    labels.append(bool(mapped & violated))
+        try:
+            platt = fit_calibration(features, labels, method="platt")
+        except CalibrationError as exc:
+            self.notes.append(f"`tag-fitted` not fitted: {exc}")
+            self._fitted = (None,)
+            return None
+        gold = {c["id"]: set(c.get("violates") or ()) for c in dev if records[c["id"]] is not None}
+
+        def predicted(threshold: float) -> dict[str, set[str]]:
+            found = {}
+            for case_id in gold:
+                judgments = records[case_id]["judgments"]  # type: ignore[index]
+                units = [j["rule_id"] for j in judgments if _fitted_score(platt, j) >= threshold]
+                found[case_id] = set().union(*(self.rule_map.get(u, set()) for u in units))
+            return found
+
+        candidates = sorted({_fitted_score(platt, j) for cid in gold for j in records[cid]["judgments"]})  # type: ignore[index]
+        best_f1, best = -1.0, 0.5
+        for i, cut in enumerate(candidates):
+            f1 = score_pairs(predicted(cut), gold)[2]
+            if f1 > best_f1 + 1e-9:
+                # The decision line goes midway into the gap below the best cut, not onto a dev score.
+                best_f1, best = f1, (cut + candidates[i - 1]) / 2 if i else cut
+        fitted = Calibration(
+            method="platt",
+            slope=round(platt.slope, 4),
+            intercept=round(platt.intercept, 4),
+            reference_inputs=FITTED_REFERENCE.reference_inputs,
+            threshold=best,
+            model=self.judge_model,
+            prompt_version=self.judge_prompt,
+            note=(
+                f"fitted on the dev split of quality set {self.quality_set.name!r} ({len(gold)} cases, "
+                f"{len(features)} pairs): reference over TYPICAL_INPUTS, Platt, threshold with the best dev F1"
+            ),
+        )
+        fitted.save(self.out_dir / FITTED_FILE)
+        self.notes.append(
+            f"`tag-fitted`: Platt slope {fitted.slope:.2f}, intercept {fitted.intercept:.2f}, threshold "
+            f"{best:.3f} (dev F1 {best_f1:.2f}), fitted on {len(features)} dev pairs; its dev row is in-sample; "
+            f"saved to {self.out_dir / FITTED_FILE}"
+        )
+        self._fitted = (fitted,)
+        return fitted
 
     def predicted(self, method: QualityMethod, case_id: str) -> set[str] | None:
         """The statements a method predicts for a case (``None``: not recorded)."""
@@ -602,7 +695,11 @@ class QualityRun:
             violated = set(next(c for c in self.cases if c["id"] == case_id).get("violates") or ())
             for judgment in record["judgments"] if record else ():
                 mapped = self.rule_map.get(judgment["rule_id"])
-                value = judgment["p_yes"] if method.kind == "tag-raw" else judgment["score"]
+                if method.kind == "tag-fitted":
+                    fitted = self.fitted()
+                    value = _fitted_score(fitted, judgment) if fitted is not None else None
+                else:
+                    value = judgment["p_yes"] if method.kind == "tag-raw" else judgment["score"]
                 if mapped and value is not None:
                     scores.append(float(value))
                     labels.append(bool(mapped & violated))
@@ -633,6 +730,14 @@ class QualityRun:
             covered=covered,
             correct_polarity=polarity,
         )
+
+
+def _fitted_score(calibration: Calibration, judgment: Mapping[str, Any]) -> float:
+    """A ``tag-fitted`` judgment's calibrated score (0 for a failed judgment)."""
+    feature = judgment.get("feature")
+    if feature is None:
+        return 0.0
+    return sigmoid(calibration.slope * float(feature) + calibration.intercept)
 
 
 def _raw_yes(judgment: Mapping[str, Any]) -> bool:
@@ -742,6 +847,7 @@ def run_quality(
     limit: int | None = None,
     cache_dir: str | Path | None = None,
     threshold: float | None = None,
+    judge_prompt: str = "applicability",
     max_concurrency: int = 1,
     show_progress: bool | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
@@ -761,6 +867,9 @@ def run_quality(
         limit: At most N cases per split (file order).
         cache_dir: Where the extraction store lives (``extraction-store.sqlite``; ``None``: no store).
         threshold: The ``tag`` row's threshold (``None``: the calibration's, else 0.5).
+        judge_prompt: The judge prompt of every judged row (a name in
+            :data:`~langchain_tag.prompts.JUDGE_PROMPTS`); the shipped default calibration exists for
+            ``"applicability"`` only, so compare other prompts on ``tag-fitted``.
         max_concurrency: Judgments (and extraction calls) in flight.
         show_progress: Progress bars (default: when stderr is a terminal).
         on_record: Called with each new record.
@@ -807,6 +916,7 @@ def run_quality(
         cases += [c for c in quality_set.cases if c["split"] == split][:limit]
     log = RunLog(out / RECORDS_FILE)
     rules_key = _fingerprint([r.model_dump(mode="json") for r in rule_list])
+    rules_by_id = {r.rule_id: r for r in rule_list}
     run = QualityRun(
         quality_set=quality_set,
         rules=rule_list,
@@ -856,18 +966,22 @@ def run_quality(
             retriever: ApplicabilityRetriever | None = None
             if method.judged:
                 assert judge is not None
-                calibration: Calibration | str = (
-                    Calibration.load(method.calibration_file) if method.calibration_file else "default"
-                )
+                calibration: Calibration | str = "default"
+                if method.calibration_file:
+                    calibration = Calibration.load(method.calibration_file)
+                elif method.kind == "tag-fitted":
+                    calibration = FITTED_REFERENCE
                 retriever = ApplicabilityRetriever(
                     llm=judge,
                     rules=rule_list,
+                    predicate=judge_prompt,
                     calibration=calibration,  # type: ignore[arg-type]
                     threshold=threshold if method.kind == "tag" else None,
                     max_concurrency=max_concurrency,
                     cache=cache,
                 )
                 calibrated = retriever.judge.calibration
+                run.judge_prompt = retriever.judge.prompt.version
                 if method.kind == "tag":
                     run.threshold = retriever.judge.decision_threshold
                 key = _fingerprint(
@@ -890,7 +1004,7 @@ def run_quality(
                 len(cases), len(cases) - len(todo), f"{quality_set.name} {method.name}", show_progress
             ) as bar:
                 for case in todo:
-                    record = _select(method, case, quality_set.case_text(case), retriever, store, key)
+                    record = _select(method, case, quality_set.case_text(case), retriever, store, key, rules_by_id)
                     log.append(record)
                     run.new_records += 1
                     if on_record is not None:
@@ -913,11 +1027,13 @@ def _select(
     retriever: ApplicabilityRetriever | None,
     store: Callable[[str], VectorStore],
     key: str,
+    rules_by_id: Mapping[str, Rule],
 ) -> dict[str, Any]:
     began = time.perf_counter()
     record: dict[str, Any] = {"method": method.name, "key": case["id"], "split": case["split"], "fingerprint": key}
     if retriever is not None:
         result = retriever.match(text)
+        judge = retriever.judge
         judgments = []
         for j in result.judgments:
             entry: dict[str, Any] = {
@@ -926,6 +1042,10 @@ def _select(
                 "score": j.score,
                 "applies": j.applies,
             }
+            if method.kind == "tag-fitted" and j.probability is not None and j.error is None:
+                reference, spread = judge.reference_log_odds(rules_by_id[j.rule_id])
+                if reference is not None:
+                    entry["feature"] = round(judge.calibration.feature(j.probability, reference, spread), 6)  # type: ignore[union-attr]
             if j.error:
                 entry["error"] = j.error
             judgments.append(entry)

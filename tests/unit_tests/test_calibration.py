@@ -59,6 +59,16 @@ def test_platt_recovers_a_known_logistic_map() -> None:
     assert calibration.intercept == pytest.approx(1.0, abs=0.2)
 
 
+def test_platt_on_a_few_separable_examples_stays_finite_and_ordered() -> None:
+    # Two positives far above seven negatives: plain Newton steps overshoot here and run away.
+    xs = [3.58, 3.58, 0.0, 0.0, 0.0, 0.0, -0.45, -0.45, -0.45]
+    ys = [True, True, False, False, False, False, False, False, False]
+    calibration = fit_calibration(xs, ys, method="platt")
+    assert 0 < calibration.slope < 50 and abs(calibration.intercept) < 50
+    high, mid, low = (calibration.score(sigmoid(x)) for x in (3.58, 0.0, -0.45))
+    assert 0.5 < high < 1.0 and 0.0 < low < mid < 0.5  # Platt's smoothed targets keep scores off 0 and 1
+
+
 def test_isotonic_scores_never_decrease() -> None:
     xs, ys = _biased_pairs()
     calibration = fit_calibration(xs, ys, method="isotonic")

@@ -10,12 +10,13 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag import cli
-from langchain_tag.calibration import Calibration
+from langchain_tag.calibration import TYPICAL_INPUTS, Calibration
 from langchain_tag.local import models
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extractor, judged_rule_id
 from langchain_tag_bench.data import BenchDataError
 from langchain_tag_bench.quality import (
+    FITTED_FILE,
     QualitySet,
     chunk_statements,
     load_quality_set,
@@ -249,6 +250,73 @@ def test_tag_uses_the_calibrated_score_and_a_calibration_file_makes_no_new_pair_
     assert calibrated.ece > rows[("tag", "dev")].ece
 
 
+def test_tag_fitted_fits_on_dev_applies_to_test_and_saves_a_loadable_calibration(tmp_path: Path) -> None:
+    judge = word_judge()
+    run = _run(tmp_path, judge, methods="tag-fitted")
+    # Every pair once, plus every rule once on each typical input (its reference).
+    assert judge.calls == len(CASES) * len(RULES) + len(TYPICAL_INPUTS) * len(RULES)
+    rows = {(r.method.name, r.split): r for r in run.rows()}
+    # The judge separates perfectly, so the dev fit keeps every hit and drops every miss; on test t1 gets
+    # R1, R2, R3 (S1-S4, S4 a false positive) and t2 nothing.
+    test = rows[("tag-fitted", "test")]
+    assert (test.precision, test.recall, test.units) == (pytest.approx(3 / 4), 1.0, 1.5)
+    assert test.ece is not None and test.judge_calls == 2 * 4
+    saved = Calibration.load(tmp_path / "run" / FITTED_FILE)
+    assert saved.method == "platt" and saved.slope > 0 and saved.reference_inputs == TYPICAL_INPUTS
+    assert saved.threshold is not None and 0.0 < saved.threshold <= 1.0
+    assert saved.prompt_version == "judge-applicability-v5" and run.judge_prompt == saved.prompt_version
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    d1 = next(r for r in records if r["method"] == "tag-fitted" and r["key"] == "d1")
+    features = {j["rule_id"]: j["feature"] for j in d1["judgments"]}
+    # R2's reference is higher (one typical input opens a file), so its miss sits lower than R3's.
+    assert features["R1"] > features["R3"] == 0.0 > features["R2"]
+    table = quality_table(run)
+    assert "| TAG, fitted on dev (`tag-fitted`) | test | 2 | 0.75 | 1.00 |" in table
+    assert "`tag-fitted`: Platt slope" in table
+    # The saved file is a method of its own and reproduces the test row from the verdict cache.
+    again = word_judge()
+    rerun = _run(tmp_path, again, methods=f"tag-calibrated:{tmp_path / 'run' / FITTED_FILE}")
+    assert again.calls == 0
+    replay = {(r.method.kind, r.split): r for r in rerun.rows()}[("tag-calibrated", "test")]
+    assert (replay.precision, replay.recall) == (test.precision, test.recall)
+
+
+def test_the_judge_prompt_option_reaches_every_judgment(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def respond(prompt: str) -> Any:
+        seen.append(prompt)
+        return ("NO", 0.2)
+
+    run = _run(
+        tmp_path,
+        FakeChatModel(respond=respond, with_logprobs=True),
+        methods="tag",
+        judge_prompt="applicability-fewshot",
+    )
+    assert run.judge_prompt == "judge-applicability-fewshot-v3"
+    assert len(seen) == len(CASES) * len(RULES) and all("Examples (each is a separate case)" in p for p in seen)
+
+
+def test_tag_fitted_without_both_labels_on_dev_is_noted_not_fitted(tmp_path: Path) -> None:
+    def never(prompt: str) -> Any:
+        return ("NO", 0.1)
+
+    qs = quality_set()
+    qs.cases = [dict(c, violates=[]) if c["split"] == "dev" else dict(c) for c in CASES]
+    run = run_quality(
+        qs,
+        judge=FakeChatModel(respond=never, with_logprobs=True),
+        rules=RULES,
+        out_dir=tmp_path / "run",
+        methods="tag-fitted",
+        show_progress=False,
+    )
+    assert run.fitted() is None and [r.method.name for r in run.rows()] == []
+    assert not (tmp_path / "run" / FITTED_FILE).exists()
+    assert any("`tag-fitted` not fitted" in note for note in run.notes)
+
+
 def test_resume_after_a_partial_records_file(tmp_path: Path) -> None:
     first = word_judge()
     _run(tmp_path, first, methods="tag", splits=("dev",))
@@ -386,3 +454,14 @@ def test_cli_quality_demo_with_a_rule_file(tmp_path: Path, fake_models: dict, ca
     assert "extractor" not in fake_models  # the rule file was used
     assert cli.main([*argv, "--methods", "bogus"]) == 1
     assert "unknown method 'bogus'" in capsys.readouterr().err
+
+
+def test_cli_quality_fits_with_another_judge_prompt(
+    tmp_path: Path, fake_models: dict, capsys: pytest.CaptureFixture
+) -> None:
+    data = _write_set(tmp_path / "tiny")
+    out = tmp_path / "out"
+    argv = ["bench", "quality", "--set", str(data), "--out", str(out), "--cache-dir", str(tmp_path / "cache")]
+    assert cli.main([*argv, "--methods", "tag-fitted", "--judge-prompt", "applicability-named"]) == 0
+    assert "| TAG, fitted on dev (`tag-fitted`) | test | 2 |" in capsys.readouterr().out
+    assert Calibration.load(out / FITTED_FILE).prompt_version == "judge-applicability-named-v4"
