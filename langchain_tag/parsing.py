@@ -26,6 +26,7 @@ __all__ = [
     "parse_json_items",
     "parse_json_object",
     "parse_verdict",
+    "with_aliases",
 ]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -179,6 +180,25 @@ def check_json_bounds(text: str) -> None:
     depth = json_shape(text).max_depth
     if depth > MAX_JSON_DEPTH:
         raise ParseError(f"the reply nests {depth} levels deep, more than the {MAX_JSON_DEPTH} read as JSON")
+
+
+def with_aliases(item: Mapping[str, Any], aliases: Mapping[str, str]) -> dict[str, Any]:
+    """A reply item with each short key also under its full name.
+
+    Prompts ask for short keys (``"name"``, ``"tags"``) to keep replies
+    short; the code reads the full names (``"rule_name"``,
+    ``"category_tags"``). A full name the reply already gives wins, so
+    replies in either form read the same.
+
+    Args:
+        item: One object of a reply.
+        aliases: Short key -> full name.
+    """
+    out = dict(item)
+    for short, full in aliases.items():
+        if short in item and full not in item:
+            out[full] = item[short]
+    return out
 
 
 def local_ids(prefix: str, count: int) -> list[str]:

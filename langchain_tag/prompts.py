@@ -41,10 +41,13 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 1: extraction (phases 1-4). Phase 5 is programmatic.
 # --------------------------------------------------------------------------
-EXTRACTION_PROMPT_VERSION = "extract-v11"  # v11: phase 3 names the violating element as a noun phrase; the condition is "the input contains ..."
+# v11: phase 3 names the violating element as a noun phrase; the condition is "the input contains ...".
+# v12: replies on one line with short keys; phase 2 names a span kept whole by its id only (the program copies
+# its text); phase 3 no longer echoes ids; phase 4 gives no explanation.
+EXTRACTION_PROMPT_VERSION = "extract-v12"
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
-_JSON_ONLY = "Reply with one JSON object and nothing else: no prose, no code fences."
+_JSON_ONLY = "Reply with one JSON object on a single line, without indentation, and nothing else: no prose, no code fences."
 
 SPAN_LABELS: tuple[str, ...] = (
     "requirement",
@@ -110,8 +113,7 @@ Each unit must read on its own (resolve "this", "such", "it"). Never add a duty,
 _DECOMP_USER = """Spans:
 {spans}
 
-Return {{"units": [{{"atomic_id": "A-001", "source_span_id": "<span_id>", "text": "<self-contained statement of the unit>", "was_split": true|false, "split_rationale": "<why split, or empty>"}}]}}.
-Every span yields at least one unit. Number units A-001, A-002, ... across the whole answer."""
+Return {{"units": [...]}} with, for each span in order: {{"span": "<span_id>"}} alone when the span is already one atomic unit (its text is kept as written), or one {{"span": "<span_id>", "text": "<self-contained statement>"}} per unit when you split it."""
 
 
 def decomposition_messages(*, domain: str, spans: Sequence[dict[str, Any]]) -> list[BaseMessage]:
@@ -132,19 +134,19 @@ _OPER_SYSTEM = (
 A rule fires on a task input that breaks its statement, and its action says how to fix that input. For each statement write:
 - "violation": a noun phrase naming what a breaking task input contains: the thing a reader would point at. It must be visible by reading that input alone. For a prohibition ("never X", "X is forbidden") name X itself; for a requirement ("every Z must have Y") name a Z without Y; for a preference ("use A rather than B") name the B. Name something that is there to see, never only what is missing: "a table without a caption", not "no caption". Give no reason and no remedy in it.
 - "action": one concrete change to the task input that makes it follow the statement. A vague goal such as "improve", "ensure quality" or "make it appropriate" is not an action.
-- "rule_name": 3 to 8 words that name the violation and tell the rule apart from its neighbours.
-- "category_tags": 1 to 3 short lower-case words naming the rule's subject.
+- "name": 3 to 8 words that name the violation and tell the rule apart from its neighbours.
+- "tags": 1 to 3 short lower-case words naming the rule's subject.
 If a statement asks nothing of anyone (it only tells history, describes people or explains), write "violation": "none" for it.
 
 Four examples from other domains, to show the shift from statement to rule (do not reuse their wording):
 Statement: "Visitors must be signed in before they enter the office."
-Rule: {{"violation": "a visitor let into the office without signing in at reception", "action": "have the visitor sign in at reception before letting them in", "rule_name": "visitor admitted without signing in", "category_tags": ["visitors", "access"]}}
+Rule: {{"violation": "a visitor let into the office without signing in at reception", "action": "have the visitor sign in at reception before letting them in", "name": "visitor admitted without signing in", "tags": ["visitors", "access"]}}
 Statement: "Articles must not take sides in a dispute."
-Rule: {{"violation": "an evaluative judgement stated in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "rule_name": "unattributed evaluative wording", "category_tags": ["neutrality", "attribution"]}}
+Rule: {{"violation": "an evaluative judgement stated in the writer's own voice without saying who holds it", "action": "replace the evaluative word with a neutral description, or attribute the judgement to a source the sentence already names", "name": "unattributed evaluative wording", "tags": ["neutrality", "attribution"]}}
 Statement: "Give sizes in metric units rather than in inches."
-Rule: {{"violation": "a size given in inches", "action": "convert the size to centimetres and give it in centimetres", "rule_name": "size given in inches", "category_tags": ["units"]}}
+Rule: {{"violation": "a size given in inches", "action": "convert the size to centimetres and give it in centimetres", "name": "size given in inches", "tags": ["units"]}}
 Statement: "Every invoice must show the customer's tax number."
-Rule: {{"violation": "an invoice that does not show the customer's tax number", "action": "add the customer's tax number to the invoice", "rule_name": "invoice missing customer tax number", "category_tags": ["invoices", "tax"]}}
+Rule: {{"violation": "an invoice that does not show the customer's tax number", "action": "add the customer's tax number to the invoice", "name": "invoice missing customer tax number", "tags": ["invoices", "tax"]}}
 """
     + _JSON_ONLY
 )
@@ -152,7 +154,7 @@ Rule: {{"violation": "an invoice that does not show the customer's tax number", 
 _OPER_USER = """Statements to turn into rules:
 {units}
 
-Return {{"rules": [{{"atomic_id": "<atomic_id>", "violation": "<noun phrase>", "action": "...", "rule_name": "...", "category_tags": ["..."]{rich}}}]}} with exactly one rule per statement, in the order given."""
+Return {{"rules": [{{"violation": "<noun phrase>", "action": "...", "name": "<rule name>", "tags": ["..."]{rich}}}]}} with exactly one rule per statement, in the order given."""
 
 
 def operationalisation_messages(
@@ -168,7 +170,7 @@ def operationalisation_messages(
     domain schema); the reply is asked to give them too.
     """
     listing = json.dumps(
-        [{"atomic_id": u["atomic_id"], "statement": u["text"]} for u in units],
+        [{"id": u["atomic_id"], "statement": u["text"]} for u in units],
         ensure_ascii=False,
         indent=1,
     )
@@ -194,7 +196,7 @@ For each reported pair choose preferred_action: merge (keep one rule), keep_both
 _DEDUP_USER = """Rules:
 {rules}
 
-Return {{"pairs": [{{"rule_a": "<rule_id>", "rule_b": "<rule_id>", "relation": "duplicate|subsumption|overlap|conflict", "preferred_action": "merge|keep_both|manual_review", "explanation": "<one sentence>"}}]}}. Return {{"pairs": []}} if all are independent."""
+Return {{"pairs": [{{"a": "<rule_id>", "b": "<rule_id>", "relation": "duplicate|subsumption|overlap|conflict", "do": "merge|keep_both|manual_review"}}]}}. Return {{"pairs": []}} if all are independent."""
 
 
 def dedup_messages(*, domain: str, rules: Sequence[Rule]) -> list[BaseMessage]:

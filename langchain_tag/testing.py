@@ -246,18 +246,7 @@ def fake_extraction_reply(text: str) -> str:
     listing = _LISTING.search(text)
     items = json.loads(listing.group(1)) if listing else []
     if 'Return {"units"' in text:
-        units = [
-            {
-                "atomic_id": f"A-{i:03d}",
-                "source_span_id": s["span_id"],
-                "text": s["text"],
-                "original_text": s["text"],
-                "was_split": False,
-                "split_rationale": "",
-            }
-            for i, s in enumerate(items, 1)
-        ]
-        return json.dumps({"units": units})
+        return json.dumps({"units": [{"span": s["span_id"]} for s in items]})  # every span kept whole
     if 'Return {"rules"' in text:
         rules = []
         for u in items:
@@ -265,11 +254,11 @@ def fake_extraction_reply(text: str) -> str:
             topic = next((w for w in words if len(w) > 4), "general")
             rules.append(
                 {
-                    "atomic_id": u["atomic_id"],
-                    "rule_name": " ".join(words[:6]) or "rule",
+                    "id": u["id"],
+                    "name": " ".join(words[:6]) or "rule",
                     "violation": f"the input goes against: {u['statement']}",
                     "action": u["statement"],
-                    "category_tags": [topic],
+                    "tags": [topic],
                 }
             )
         return json.dumps({"rules": rules})
@@ -278,15 +267,7 @@ def fake_extraction_reply(text: str) -> str:
         for i, a in enumerate(items):
             for b in items[i + 1 :]:
                 if a["condition"] == b["condition"] and a["action"] == b["action"]:
-                    pairs.append(
-                        {
-                            "rule_a": a["rule_id"],
-                            "rule_b": b["rule_id"],
-                            "relation": "duplicate",
-                            "preferred_action": "merge",
-                            "explanation": "same rule",
-                        }
-                    )
+                    pairs.append({"a": a["rule_id"], "b": b["rule_id"], "relation": "duplicate", "do": "merge"})
         return json.dumps({"pairs": pairs})
     return "I do not understand the request."
 

@@ -12,7 +12,6 @@ far apart in that order.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from itertools import combinations, pairwise
 from typing import Any
 
 from langchain_tag.extraction.calls import Call
-from langchain_tag.parsing import local_ids, parse_json_items
+from langchain_tag.parsing import local_ids, parse_json_items, with_aliases
 from langchain_tag.prompts import dedup_messages
 from langchain_tag.rules import Rule
 
@@ -29,7 +28,12 @@ __all__ = ["DedupOutcome", "Relation", "apply_relations", "collect_relations", "
 logger = logging.getLogger(__name__)
 
 # The reply is {"pairs": [...]}; items that are not objects are dropped.
-_parse = functools.partial(parse_json_items, key="pairs")
+_ALIASES = {"a": "rule_a", "b": "rule_b", "do": "preferred_action", "why": "explanation"}
+
+
+def _parse(text: str) -> list[dict[str, Any]]:
+    """Read phase 4's pairs; the short keys the prompt asks for and the long ones read the same."""
+    return [with_aliases(item, _ALIASES) for item in parse_json_items(text, "pairs")]
 
 RELATIONS = frozenset({"duplicate", "subsumption", "overlap", "conflict"})
 ACTIONS = frozenset({"merge", "keep_both", "manual_review"})

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.decomposition import AtomicUnit
-from langchain_tag.parsing import local_ids, parse_json_items
+from langchain_tag.parsing import local_ids, parse_json_items, with_aliases
 from langchain_tag.prompts import operationalisation_messages
 
 __all__ = [
@@ -35,6 +35,9 @@ RuleDraft = dict[str, Any]
 _NO_VIOLATION = frozenset({"none", "n/a", "no violation", "nothing"})
 _ABOUT_INPUT = re.compile(r"(?i)(the|this|an?) (task )?input\b")
 _WORDS = re.compile(r"[A-Za-z0-9][\w'-]*")
+
+
+_ALIASES = {"id": "atomic_id", "name": "rule_name", "tags": "category_tags"}
 
 
 def _local_id(raw: dict[str, Any], position: int, ids: Sequence[str], count_matches: bool) -> str:
@@ -63,7 +66,7 @@ def parse_rules(text: str, *, count: int) -> list[dict[str, Any]]:
     Raises:
         ParseError: When any unit of the batch gets no complete rule.
     """
-    items = parse_json_items(text, "rules")
+    items = [with_aliases(item, _ALIASES) for item in parse_json_items(text, "rules")]
     ids = local_ids("A", count)
     answered = {
         local

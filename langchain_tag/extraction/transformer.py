@@ -19,7 +19,13 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import override
 
 from langchain_tag.extraction.calls import Call, CallRunner
-from langchain_tag.extraction.decomposition import AtomicUnit, collect_units, decomposition_calls, unsplit_unit
+from langchain_tag.extraction.decomposition import (
+    AtomicUnit,
+    collect_units,
+    decomposition_calls,
+    may_need_split,
+    unsplit_unit,
+)
 from langchain_tag.extraction.dedup import apply_relations, collect_relations, dedup_calls, tag_groups
 from langchain_tag.extraction.operationalisation import (
     RuleDraft,
@@ -314,12 +320,20 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         if 2 in self.skip_phases:
             units = [unsplit_unit(s) for s in spans]
         else:
+            # A plain single sentence is one unit already: only the others cost a call.
             by_section: dict[str, list[Span]] = {}
             for span in spans:
-                by_section.setdefault(span.section_id, []).append(span)
+                if may_need_split(span):
+                    by_section.setdefault(span.section_id, []).append(span)
             batches = [b for group in by_section.values() for b in _batches(group, self.spans_per_call)]
             raw = yield decomposition_calls(batches, domain=self.domain), "phase 2: atomic units"
-            units = [u for b, r in zip(batches, raw, strict=True) for u in collect_units(b, r, notes=notes)]
+            split = {
+                span_id: [u for u in found if u.span_id == span_id]
+                for b, r in zip(batches, raw, strict=True)
+                for found in [collect_units(b, r, notes=notes)]
+                for span_id in {s.span_id for s in b}
+            }
+            units = [u for s in spans for u in split.get(s.span_id, [unsplit_unit(s)])]
         return [
             AtomicUnit(f"A-{i:03d}", u.span_id, u.text, u.original_text, u.was_split, u.split_rationale)
             for i, u in enumerate(units, start=1)

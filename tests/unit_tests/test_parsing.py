@@ -174,3 +174,16 @@ def test_a_list_cut_inside_an_item_is_refused(text: str) -> None:
 
 def test_a_list_cut_after_a_complete_item_is_closed() -> None:
     assert parse_json_items('{"spans": [{"text": "a"}, {"text": "b"}', "spans") == [{"text": "a"}, {"text": "b"}]
+
+
+def test_with_aliases_reads_short_and_long_keys_alike() -> None:
+    from langchain_tag.parsing import with_aliases
+
+    aliases = {"name": "rule_name", "tags": "category_tags"}
+    assert with_aliases({"name": "n", "tags": ["t"]}, aliases) == {
+        "name": "n",
+        "tags": ["t"],
+        "rule_name": "n",
+        "category_tags": ["t"],
+    }
+    assert with_aliases({"name": "short", "rule_name": "long"}, aliases)["rule_name"] == "long"  # the full name wins

@@ -25,12 +25,12 @@ Refunds must be requested within 30 days of purchase. Refunds should never be pr
 Shipping
 --------
 
-Orders over 50 euros always ship free. Customers must never be charged twice for shipping.
+Orders over 50 euros always ship free and tracked. Customers must never be charged twice for shipping or handling.
 
 Appendix
 --------
 
-Orders over 50 euros always ship free.
+Orders over 50 euros always ship free and tracked.
 """
 
 MARK = {1: 'Return {"labels"', 2: 'Return {"units"', 3: 'Return {"rules"', 4: 'Return {"pairs"'}
@@ -67,9 +67,9 @@ def _wrong_ids(phase: int, good: str) -> str:
     data = json.loads(good)
     key = {1: "labels", 2: "units", 3: "rules", 4: "pairs"}[phase]
     for number, item in enumerate(data[key], start=99):
-        for field in ("source_span_id", "atomic_id", "rule_a"):
+        for field in ("span", "id", "a"):
             if field in item and phase != 1:
-                item[field] = {"source_span_id": "S-999", "atomic_id": "A-999", "rule_a": "R-999"}[field]
+                item[field] = {"span": "S-999", "id": "A-999", "a": "R-999"}[field]
         if phase == 1:  # sentence numbers that are not in the prompt
             item["n"] = number
     return json.dumps(data)

@@ -23,9 +23,9 @@ REPO = Path(__file__).resolve().parents[3]
 def _policy(sections: int = 6, edited: int | None = None) -> str:
     parts = []
     for i in range(sections):
-        extra = " Managers must countersign every such form." if i == edited else ""
+        extra = " Managers must countersign and date every such form." if i == edited else ""
         parts.append(
-            f"Section {i}\n{'=' * 10}\n\nStaff must file form {i} every day. Visitors should never enter room {i} alone."
+            f"Section {i}\n{'=' * 10}\n\nStaff must file and sign form {i} every day. Visitors should never enter room {i} alone."
             f"{extra}\nRoom {i} was painted blue in 1990.\n"
         )
     return "\n".join(parts)

@@ -30,7 +30,7 @@ ABLATION_POLICY = """Refunds
 
 Refunds must be requested within 30 days.
 
-Refunds should never be promised by phone.
+Refunds should never be promised by phone or by email.
 
 History
 -------
