@@ -81,7 +81,7 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
         "--set",
         dest="quality_set",
         default="demo",
-        help="quality: demo | ruff | DIR with a policy, *statements*.json and *cases*.jsonl (default: demo)",
+        help="quality: demo | ruff | pep8 | DIR with a policy, *statements*.json and *cases*.jsonl (default: demo)",
     )
     p.add_argument(
         "--split", choices=("dev", "test", "both"), default="both", help="quality: the cases scored (default: both)"
@@ -278,7 +278,7 @@ def run_quality_command(args: argparse.Namespace) -> int:
 
     methods = parse_quality_methods(args.methods or DEFAULT_QUALITY_METHODS)
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
-    quality_set = load_quality_set(args.quality_set, cache_dir=cache_dir)
+    quality_set = load_quality_set(args.quality_set, cache_dir=cache_dir, pep8_path=args.pep8)
     out = Path(args.out or f"runs/bench-quality-{quality_set.name}")
     judge = None
     if any(m.judged for m in methods):

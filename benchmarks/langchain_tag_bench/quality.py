@@ -78,13 +78,14 @@ __all__ = [
     "rule_statements",
     "run_quality",
     "score_pairs",
+    "spread",
     "statement_spans",
 ]
 
 logger = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-QUALITY_SETS = ("demo", "ruff")
+QUALITY_SETS = ("demo", "ruff", "pep8")
 SPLITS = ("dev", "test")
 RULE_KS = (1, 3, 5)
 CHUNK_KS = (1, 2, 3, 5)
@@ -190,13 +191,25 @@ def _check(quality_set: QualitySet) -> QualitySet:
     return quality_set
 
 
-def load_quality_set(name_or_dir: str | Path, *, cache_dir: str | Path | None = None) -> QualitySet:
-    """A quality set by name (``demo``, ``ruff``) or from a directory.
+def pep8_policy_text(path: str | Path | None = None) -> str:
+    """The ``pep8`` set's policy: excerpts of PEP 8 (:func:`~langchain_tag_bench.pep8_cases.pep8_policy`)."""
+    from langchain_tag_bench.pep8_cases import pep8_policy
+
+    return pep8_policy(path)
+
+
+def load_quality_set(
+    name_or_dir: str | Path, *, cache_dir: str | Path | None = None, pep8_path: str | Path | None = None
+) -> QualitySet:
+    """A quality set by name (``demo``, ``ruff``, ``pep8``) or from a directory.
 
     * ``demo``: the package's demo policy with ``benchmarks/data/demo`` (hand-written statements and cases).
     * ``ruff``: ``benchmarks/data/ruff`` (policy and statements); the cases are cut out of the running
       interpreter's standard library and labelled by ruff (:mod:`~langchain_tag_bench.ruff_cases`), built on first
       use into ``cache_dir`` (default: the package cache directory).
+    * ``pep8``: excerpts of PEP 8 (read from ``pep8_path``, default the shared ``pep8/pep-0008.rst``) with
+      ``benchmarks/data/pep8`` (statements and their pycodestyle codes); the cases are standard-library functions
+      labelled by pycodestyle (:mod:`~langchain_tag_bench.pep8_cases`), built on first use into ``cache_dir``.
     * a directory holding one policy (``*policy*.md`` / ``.txt``), one ``*statements*.json`` and one
       ``*cases*.jsonl``, and optionally ``set.json`` with the extraction ``domain`` and ``task_input``.
 
@@ -232,9 +245,29 @@ def load_quality_set(name_or_dir: str | Path, *, cache_dir: str | Path | None = 
             cache_dir = default_cache_dir()
         cases_path = ruff_cases.cached_cases(Path(cache_dir))
         return _from_dir(DATA_DIR / "ruff", "ruff", cases_path)
+    if str(name_or_dir) == "pep8":
+        from langchain_tag_bench import pep8_cases
+
+        if cache_dir is None:
+            from langchain_tag.local.weights import default_cache_dir
+
+            cache_dir = default_cache_dir()
+        settings = _read_json(DATA_DIR / "pep8" / "set.json")
+        return _check(
+            QualitySet(
+                name="pep8",
+                policy_path=None,
+                policy_text=pep8_policy_text(pep8_path),
+                policy_id="pep-0008-excerpts.rst",
+                statements=_read_json(pep8_cases.STATEMENTS_PATH),
+                cases=_read_cases(pep8_cases.cached_cases(Path(cache_dir))),
+                domain=str(settings["domain"]),
+                task_input=settings["task_input"],
+            )
+        )
     directory = Path(name_or_dir).expanduser()
     if not directory.is_dir():
-        raise BenchDataError(f"quality set {str(name_or_dir)!r}: not demo, ruff or a directory")
+        raise BenchDataError(f"quality set {str(name_or_dir)!r}: not demo, ruff, pep8 or a directory")
     return _from_dir(directory, directory.name, None)
 
 
@@ -774,6 +807,13 @@ def polarity_proxy(
     return sorted(found)
 
 
+def spread(items: Sequence[Any], limit: int | None) -> list[Any]:
+    """At most ``limit`` of ``items``, evenly spaced and in order (all of them when ``limit`` is ``None``)."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    return [items[i * len(items) // limit] for i in range(limit)]
+
+
 def _fingerprint(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:16]
 
@@ -864,7 +904,8 @@ def run_quality(
         splits: The splits to score.
         out_dir: Run directory: ``records.jsonl``, ``rules.jsonl``, ``verdicts.sqlite``.
         methods: The rows (:func:`parse_quality_methods` or its text).
-        limit: At most N cases per split (file order).
+        limit: At most N cases per split, spread evenly over the split in file order (:func:`spread`), so a
+            small run still samples every part of a set ordered by statement.
         cache_dir: Where the extraction store lives (``extraction-store.sqlite``; ``None``: no store).
         threshold: The ``tag`` row's threshold (``None``: the calibration's, else 0.5).
         judge_prompt: The judge prompt of every judged row (a name in
@@ -913,7 +954,7 @@ def run_quality(
 
     cases: list[dict[str, Any]] = []
     for split in (s for s in SPLITS if s in splits):
-        cases += [c for c in quality_set.cases if c["split"] == split][:limit]
+        cases += spread([c for c in quality_set.cases if c["split"] == split], limit)
     log = RunLog(out / RECORDS_FILE)
     rules_key = _fingerprint([r.model_dump(mode="json") for r in rule_list])
     rules_by_id = {r.rule_id: r for r in rule_list}

@@ -22,7 +22,7 @@ import tempfile
 import textwrap
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,8 +194,13 @@ def build_cases(
     per_statement: int = 6,
     negatives: int = 40,
     statements: list[dict[str, Any]] | None = None,
+    lint: Callable[[list[str], list[str]], list[list[str]]] = run_ruff,
+    id_prefix: str = "ruff",
 ) -> list[dict[str, Any]]:
     """Build labelled cases from the Python sources under ``python_lib_dir``.
+
+    ``lint(snippets, codes)`` gives the codes each snippet triggers (default: ruff); case ids are
+    ``{id_prefix}-0001``, ...
 
     For each statement (rarest first) up to ``per_statement`` snippets that violate it are chosen (snippets already
     chosen for another statement count towards the quota), plus ``negatives`` snippets that violate no statement.
@@ -206,7 +211,7 @@ def build_cases(
     statements = statements if statements is not None else load_statements()
     code_map = code_to_statements(statements)
     snippets = extract_snippets(Path(python_lib_dir))
-    triggered = run_ruff([snippet["code"] for snippet in snippets], sorted(code_map))
+    triggered = lint([snippet["code"] for snippet in snippets], sorted(code_map))
     for snippet, codes in zip(snippets, triggered, strict=True):
         snippet["codes"] = codes
         snippet["violates"] = sorted({sid for code in codes for sid in code_map.get(code, [])})
@@ -244,7 +249,7 @@ def build_cases(
     for number, (index, sampled_for) in enumerate(ordered, start=1):
         snippet = snippets[index]
         case = {
-            "id": f"ruff-{number:04d}",
+            "id": f"{id_prefix}-{number:04d}",
             "source": snippet["source"],
             "code": snippet["code"],
             "violates": snippet["violates"],
@@ -269,7 +274,7 @@ def summarise(cases: list[dict[str, Any]], statements: list[dict[str, Any]], sec
         f"- cases: {len(cases)} (dev {sum(c['split'] == 'dev' for c in cases)}, "
         f"test {sum(c['split'] == 'test' for c in cases)})",
         f"- negatives (violate no statement): {sum(not c['violates'] for c in cases)}",
-        f"- ruff: {version}; python {sys.version.split()[0]}; target {TARGET_VERSION}; no preview rules",
+        f"- linter: {version}; python {sys.version.split()[0]}; target {TARGET_VERSION}; no preview rules",
         f"- build time: {seconds:.1f} s",
         "",
         "Counts are cases whose `violates` contains the statement (a case can violate several).",

@@ -35,6 +35,7 @@ def _parse(text: str) -> list[dict[str, Any]]:
     """Read phase 4's pairs; the short keys the prompt asks for and the long ones read the same."""
     return [with_aliases(item, _ALIASES) for item in parse_json_items(text, "pairs")]
 
+
 RELATIONS = frozenset({"duplicate", "subsumption", "overlap", "conflict"})
 ACTIONS = frozenset({"merge", "keep_both", "manual_review"})
 

@@ -27,6 +27,7 @@ from langchain_tag_bench.quality import (
     rule_statements,
     run_quality,
     score_pairs,
+    spread,
     statement_spans,
 )
 
@@ -173,7 +174,7 @@ def test_statement_not_in_policy_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASES[2]) + "\n", encoding="utf-8")
     with pytest.raises(BenchDataError, match="S1 is not verbatim"):
         load_quality_set(tmp_path)
-    with pytest.raises(BenchDataError, match="not demo, ruff or a directory"):
+    with pytest.raises(BenchDataError, match="not demo, ruff, pep8 or a directory"):
         load_quality_set(tmp_path / "nowhere")
 
 
@@ -354,6 +355,13 @@ def test_limit_per_split(tmp_path: Path) -> None:
     judge = word_judge()
     run = _run(tmp_path, judge, methods="tag-raw", limit=1)
     assert [c["id"] for c in run.cases] == ["d1", "t1"] and judge.calls == 2 * 4
+    assert [c["id"] for c in _run(tmp_path, word_judge(), methods="tag-raw", limit=2).cases] == ["d1", "d2", "t1", "t2"]
+
+
+def test_spread_takes_evenly_spaced_items_in_order() -> None:
+    assert spread(list(range(10)), 3) == [0, 3, 6]
+    assert spread(list(range(10)), 5) == [0, 2, 4, 6, 8]
+    assert spread([1, 2], 5) == [1, 2] and spread([1, 2], None) == [1, 2]
 
 
 def test_polarity_proxy() -> None:
