@@ -24,7 +24,7 @@ from typing import Any
 from langchain_tag_bench import ruff_cases
 from langchain_tag_bench.data import BenchDataError, default_data_path
 
-__all__ = ["SECTIONS", "RECOMMENDATIONS", "STATEMENTS_PATH", "cached_cases", "pep8_policy", "run_pycodestyle"]
+__all__ = ["RECOMMENDATIONS", "SECTIONS", "STATEMENTS_PATH", "cached_cases", "pep8_policy", "run_pycodestyle"]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "pep8"
 STATEMENTS_PATH = DATA_DIR / "pep8_statements.json"

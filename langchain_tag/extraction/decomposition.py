@@ -19,8 +19,8 @@ from typing import Any
 
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
-from langchain_tag.extraction.span_detection import Span
 from langchain_tag.extraction.sections import Section, split_sentences
+from langchain_tag.extraction.span_detection import Span
 from langchain_tag.parsing import local_ids, parse_json_items, with_aliases
 from langchain_tag.prompts import decomposition_messages
 

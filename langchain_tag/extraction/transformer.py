@@ -27,6 +27,7 @@ from langchain_tag.extraction.decomposition import (
     unsplit_unit,
 )
 from langchain_tag.extraction.dedup import apply_relations, collect_relations, dedup_calls, tag_groups
+from langchain_tag.extraction.normativity import veto_uncued_labels
 from langchain_tag.extraction.operationalisation import (
     RuleDraft,
     collect_rules,
@@ -35,8 +36,13 @@ from langchain_tag.extraction.operationalisation import (
 )
 from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
 from langchain_tag.extraction.sections import Section, split_sections, split_sentences
-from langchain_tag.extraction.normativity import veto_uncued_labels
-from langchain_tag.extraction.span_detection import NORMATIVE_TYPES, Span, paragraph_spans, span_calls, spans_from_labels
+from langchain_tag.extraction.span_detection import (
+    NORMATIVE_TYPES,
+    Span,
+    paragraph_spans,
+    span_calls,
+    spans_from_labels,
+)
 from langchain_tag.extraction.store import ExtractionStore, open_store
 from langchain_tag.extraction.verification import (
     independence_ratio,

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("pycodestyle")
 
-from langchain_tag_bench import pep8_cases  # noqa: E402
-from langchain_tag_bench.data import BenchDataError, default_data_path  # noqa: E402
-from langchain_tag_bench.pep8_cases import RECOMMENDATIONS, SECTIONS, pep8_policy, run_pycodestyle  # noqa: E402
+from langchain_tag_bench import pep8_cases
+from langchain_tag_bench.data import BenchDataError, default_data_path
+from langchain_tag_bench.pep8_cases import RECOMMENDATIONS, SECTIONS, pep8_policy, run_pycodestyle
 
 
 def _pep8_path() -> Path:
