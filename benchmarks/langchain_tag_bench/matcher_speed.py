@@ -16,7 +16,9 @@ the rules that hold for an input, over the same rules and inputs:
     prompts share a prefix (one-token verdicts too).
 (d) ``limit``: the time to evaluate only the tokens that must be evaluated,
     each input's prefix once plus each rule's own tokens once, at the
-    measured prompt throughput, plus one decode step per pair.
+    best prompt throughput known for this machine (``--prompt-tps``, for
+    example a native build's; default: the running server's, measured),
+    plus one decode step per pair.
 
 :func:`main` prints markdown tables:
 
@@ -30,6 +32,9 @@ the rules that hold for an input, over the same rules and inputs:
    the top-N similar rules (no extra calls: verdicts are per pair).
 4. Scaling of (a) and (d) with the number of rules (synthetic) and with the
    input length.
+5. Extraction cost (``--extraction``): the demo policy (or ``--policy``)
+   extracted afresh, calls and prompt / completion tokens per phase, and per
+   1,000 policy words.
 
 The pure helpers (token arithmetic, synthetic rules, prefilter recall) are
 unit-tested.
@@ -563,6 +568,66 @@ def scaling(
         one(synthetic_rules(20, seed=7), " ".join(stretched))
 
 
+@dataclass(frozen=True)
+class ExtractionCost:
+    """One phase of an extraction run.
+
+    Attributes:
+        phase: 1-4.
+        calls: Calls made.
+        prompt_tokens: Prompt tokens (as billed: a prefix cache does not lower them).
+        completion_tokens: Tokens generated.
+    """
+
+    phase: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def extraction_costs(report: Any) -> list[ExtractionCost]:
+    """Per-phase costs from an :class:`~langchain_tag.extraction.report.ExtractionReport`, in phase order."""
+    return [
+        ExtractionCost(phase, u.calls, u.prompt_tokens, u.completion_tokens)
+        for phase, u in sorted(report.usage.items())
+    ]
+
+
+def per_thousand_words(value: float, words: int) -> float:
+    """``value`` per 1,000 words of policy."""
+    return 1000.0 * value / max(words, 1)
+
+
+def print_extraction(costs: Sequence[ExtractionCost], words: int, seconds: float, rules: int) -> None:
+    """Table 5: calls and tokens per phase, with the totals per 1,000 policy words."""
+    print(f"\n### Extraction cost: {words} policy words, {rules} rules, {seconds:.0f} s\n")
+    print("| phase | calls | prompt tokens | completion tokens |")
+    print("|---|---|---|---|")
+    for cost in costs:
+        print(f"| {cost.phase} | {cost.calls} | {cost.prompt_tokens:,} | {cost.completion_tokens:,} |")
+    prompt = sum(c.prompt_tokens for c in costs)
+    completion = sum(c.completion_tokens for c in costs)
+    print(f"| all | {sum(c.calls for c in costs)} | {prompt:,} | {completion:,} |")
+    print(
+        f"| per 1,000 words | | {per_thousand_words(prompt, words):,.0f} | {per_thousand_words(completion, words):,.0f} |"
+    )
+    print(f"\nSeconds per 1,000 words: {per_thousand_words(seconds, words):.0f}.")
+
+
+def run_extraction(chat: BaseChatModel, policy: Path | None) -> None:
+    """Extract the demo policy (or ``policy``) with no store, as a first run does, and print table 5."""
+    from langchain_core.documents import Document
+
+    from langchain_tag.demo import demo_policy, demo_transformer
+
+    document = Document(page_content=policy.read_text(encoding="utf-8"), id=policy.name) if policy else demo_policy()
+    transformer = demo_transformer(chat, store=None)
+    began = time.perf_counter()
+    result = transformer.extract([document])
+    seconds = time.perf_counter() - began
+    print_extraction(extraction_costs(result.report), len(document.page_content.split()), seconds, len(result.rules))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the measurement and print its tables (``python -m langchain_tag_bench.matcher_speed --help``)."""
     from langchain_tag.local.models import get_chat_model
@@ -582,17 +647,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", type=_ints, default=[5, 10, 20, 30], help="pre-filter sizes N")
     parser.add_argument("--nba-data", help="RuleArena NBA directory (default: the shared data)")
     parser.add_argument("--humaneval", help="HumanEval.jsonl.gz (default: the shared data)")
+    parser.add_argument(
+        "--prompt-tps",
+        type=float,
+        help="best prompt throughput measured on this machine, tokens/s, for (d) (default: the server's, measured)",
+    )
+    parser.add_argument("--extraction", action="store_true", help="also measure extraction cost (table 5)")
+    parser.add_argument("--policy", help="the policy --extraction extracts (default: the demo policy)")
     args = parser.parse_args(argv)
 
     judge = get_chat_model(role="judge")
     chat = get_chat_model(role="executor")
     endpoint = LlamaEndpoint.of(judge)
     start = time.perf_counter()
-    calibration = calibrate(chat, endpoint)
+    measured = calibrate(chat, endpoint)
+    calibration = Calibration(prompt_tps=args.prompt_tps or measured.prompt_tps, decode_seconds=measured.decode_seconds)
     print(f"# Matcher speed ({os.cpu_count()} cores, model {getattr(judge, 'model_name', '?')})")
     print(
-        f"\nCalibration: prompt throughput {calibration.prompt_tps:.1f} tokens/s (fresh prompts), "
-        f"decode {calibration.decode_seconds * 1000:.0f} ms/token."
+        f"\nCalibration: prompt throughput {measured.prompt_tps:.1f} tokens/s (fresh prompts), "
+        f"decode {measured.decode_seconds * 1000:.0f} ms/token; (d) uses {calibration.prompt_tps:.1f} tokens/s"
+        + (" (given with --prompt-tps)." if args.prompt_tps else " (this server's).")
     )
     first_text = None
     for name in [s.strip() for s in args.rule_sets.split(",") if s.strip()]:
@@ -626,6 +700,8 @@ def main(argv: list[str] | None = None) -> int:
     if first_text and (args.scaling or args.lengths):
         print("\n### Scaling of (a) against (d), synthetic rules\n", flush=True)
         scaling(judge, endpoint, calibration, first_text, args.scaling, args.lengths)
+    if args.extraction:
+        run_extraction(chat, Path(args.policy) if args.policy else None)
     print(f"\n(total {time.perf_counter() - start:.0f} s)")
     return 0
 

@@ -60,3 +60,21 @@ def test_rule_first_prompt_puts_the_rule_before_the_input() -> None:
     assert "ACT" not in text  # the applicability judge never sees the action
     usual = prompt_text(JUDGE_PROMPTS["applicability"].messages("THE-INPUT", rule))
     assert usual.index("THE-INPUT") < usual.index("COND")
+
+
+def test_extraction_costs_per_phase_and_per_thousand_words(capsys: pytest.CaptureFixture[str]) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_tag.extraction import RuleDocumentTransformer
+    from langchain_tag.testing import fake_extractor
+    from langchain_tag_bench.matcher_speed import extraction_costs, per_thousand_words, print_extraction
+
+    policy = "Rules\n=====\n\nNever use eval.\n\nAlways close files and sockets you open.\n"
+    report = RuleDocumentTransformer(fake_extractor()).extract([Document(page_content=policy, id="p")]).report
+    costs = extraction_costs(report)
+    assert [c.phase for c in costs] == sorted(report.usage) and {1, 2, 3} <= {c.phase for c in costs}
+    assert next(c for c in costs if c.phase == 2).calls == 1  # only the compound sentence went to phase 2
+    assert per_thousand_words(500, 250) == 2000.0
+    print_extraction(costs, 250, 10.0, 2)
+    out = capsys.readouterr().out
+    assert "| per 1,000 words |" in out and "Seconds per 1,000 words: 40." in out
