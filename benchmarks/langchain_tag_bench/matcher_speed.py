@@ -608,9 +608,8 @@ def print_extraction(costs: Sequence[ExtractionCost], words: int, seconds: float
     prompt = sum(c.prompt_tokens for c in costs)
     completion = sum(c.completion_tokens for c in costs)
     print(f"| all | {sum(c.calls for c in costs)} | {prompt:,} | {completion:,} |")
-    print(
-        f"| per 1,000 words | | {per_thousand_words(prompt, words):,.0f} | {per_thousand_words(completion, words):,.0f} |"
-    )
+    prompt_k, completion_k = per_thousand_words(prompt, words), per_thousand_words(completion, words)
+    print(f"| per 1,000 words | | {prompt_k:,.0f} | {completion_k:,.0f} |")
     print(f"\nSeconds per 1,000 words: {per_thousand_words(seconds, words):.0f}.")
 
 
