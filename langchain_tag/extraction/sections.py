@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Section", "split_paragraphs", "split_sections", "split_sentences"]
+__all__ = ["Section", "code_regions", "split_paragraphs", "split_sections", "split_sentences"]
 
 # A Markdown ATX heading ("## Title"), or a line underlined by a row of one
 # punctuation character (reStructuredText / setext), e.g. "Title\n=====".
@@ -166,16 +166,71 @@ def _is_heading(paragraph: str, title: str) -> bool:
     return bool(title) and words == [title]
 
 
+# A Markdown fence, an RST code directive, or prose ending in "::" (an RST literal block follows).
+_FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)")
+_CODE_DIRECTIVE = re.compile(
+    r"^[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode|literalinclude|doctest|testcode|testoutput)::"
+)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def code_regions(text: str) -> list[tuple[int, int]]:
+    """Character ranges of ``text`` that hold code, not prose.
+
+    Fenced Markdown blocks (fences included), RST code directives with
+    their indented body, and the indented literal block after a line ending
+    in ``::`` (the line itself is prose and stays out of the range).
+    Example code in a style guide is not a rule: sending its lines to
+    phase 1 as sentences invites the model to read ``# Wrong:`` lines as
+    prohibitions.
+    """
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    regions: list[tuple[int, int]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE_LINE.match(line)
+        if fence:
+            j = i + 1
+            while j < len(lines) and not lines[j].lstrip().startswith(fence.group(1)):
+                j += 1
+            regions.append((offsets[i], offsets[min(j + 1, len(lines))]))
+            i = j + 1
+            continue
+        directive = bool(_CODE_DIRECTIVE.match(line))
+        if directive or line.rstrip().endswith("::"):
+            j = i + 1
+            while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > _indent(line)):
+                j += 1
+            start = offsets[i] if directive else offsets[i + 1]
+            if offsets[j] > start:
+                regions.append((start, offsets[j]))
+            i = max(j, i + 1)
+            continue
+        i += 1
+    return regions
+
+
 def split_sentences(section: Section, *, min_chars: int = 8) -> list[tuple[int, int]]:
     """The section's sentences as document ``(start, end)`` offsets, in order.
 
     Paragraphs are cut at list items, then at sentence ends (not after
-    common abbreviations such as "e.g."); heading lines and scraps shorter
-    than ``min_chars`` are left out. Every range is an exact slice of the
-    document, so a span built from sentences is verbatim by construction.
+    common abbreviations such as "e.g."); heading lines, code
+    (:func:`code_regions`) and scraps shorter than ``min_chars`` are left
+    out. Every range is an exact slice of the document, so a span built from
+    sentences is verbatim by construction.
     """
     out: list[tuple[int, int]] = []
+    code = [(section.start + a, section.start + b) for a, b in code_regions(section.text)]
     for start, paragraph in split_paragraphs(section, min_chars=1):
+        if any(a <= start < b for a, b in code):
+            continue
         text = _RULE_LINE.sub(lambda m: " " * len(m.group(0)), paragraph)
         pieces: list[tuple[int, int]] = []
         block_start = 0

@@ -62,3 +62,69 @@ def test_short_sections_are_joined_within_max_chars() -> None:
     assert all(text[s.start : s.end] == s.text and len(s.text) <= 400 for s in sections)
     assert sections[0].title.startswith("Part 0 / Part 1")
     assert [s.section_id for s in sections] == [f"d#{i}" for i in range(1, len(sections) + 1)]
+
+
+RST_WITH_CODE = """Whitespace
+==========
+
+Avoid extraneous whitespace in the following situations:
+
+- Immediately inside parentheses, brackets or braces:
+
+  .. code-block::
+     :class: bad
+
+     # Wrong:
+     spam( ham[ 1 ], { eggs: 2 } )
+
+- Immediately before a comma.
+
+Don't write this::
+
+    if x == 4 : print(x , y)
+
+Never compare to None with ``==``.
+"""
+
+MD_WITH_CODE = """# Style
+
+Do not use wildcard imports.
+
+```python
+# Wrong: never do this.
+from os import *
+```
+
+Always name what you import.
+"""
+
+
+def _sentences(text: str) -> list[str]:
+    from langchain_tag.extraction.sections import split_sentences
+
+    return [text[a:b] for section in split_sections(text, document_id="d") for a, b in split_sentences(section)]
+
+
+def test_code_examples_are_not_sentences_rst() -> None:
+    found = _sentences(RST_WITH_CODE)
+    assert found == [
+        "Avoid extraneous whitespace in the following situations:",
+        "- Immediately inside parentheses, brackets or braces:",
+        "- Immediately before a comma.",
+        "Don't write this::",
+        "Never compare to None with ``==``.",
+    ]
+
+
+def test_code_examples_are_not_sentences_markdown() -> None:
+    assert _sentences(MD_WITH_CODE) == ["Do not use wildcard imports.", "Always name what you import."]
+
+
+def test_code_regions_cover_the_code_and_keep_the_prose() -> None:
+    from langchain_tag.extraction.sections import code_regions
+
+    regions = code_regions(RST_WITH_CODE)
+    code = "".join(RST_WITH_CODE[a:b] for a, b in regions)
+    assert "spam(" in code and ".. code-block::" in code and "print(x , y)" in code
+    assert "Immediately before a comma" not in code and "Don't write this" not in code
+    assert code_regions("No code here.\n") == []
