@@ -7,6 +7,7 @@ prompt is otherwise identical, so methods differ only in reference material.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -18,9 +19,24 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 from langchain_tag.prompts import EXECUTOR_PROMPTS, ExecutorPrompt
 
-__all__ = ["UnitKind", "executor_chain", "executor_messages", "format_units", "resolve_executor_prompt"]
+__all__ = ["UnitKind", "executor_chain", "executor_messages", "format_units", "resolve_executor_prompt", "unfence"]
 
 UnitKind = Literal["rules", "chunks", "none"]
+
+_ONE_FENCED_BLOCK = re.compile(r"\A\s*(```|~~~)[^\n]*\n(?P<body>.*?)\n?[ \t]*\1[ \t]*\s*\Z", re.DOTALL)
+
+
+def unfence(text: str) -> str:
+    """The code inside a reply that is exactly one Markdown-fenced block; any other reply unchanged.
+
+    Small models fence code although the prompt asks for bare code. Only a
+    reply that is nothing but one fenced block is unwrapped, so code that
+    merely contains a fence (in a docstring, say) is never cut.
+    """
+    match = _ONE_FENCED_BLOCK.match(text)
+    if match is None or "```" in match.group("body") or "~~~" in match.group("body"):
+        return text
+    return match.group("body")
 
 
 def resolve_executor_prompt(domain: str | ExecutorPrompt) -> ExecutorPrompt:
@@ -85,6 +101,7 @@ def executor_chain(llm: BaseChatModel, *, domain: str | ExecutorPrompt = "generi
             inputs["input"], inputs.get("documents") or [], domain=prompt, unit_kind=inputs.get("unit_kind", "rules")
         )
 
-    return (RunnableLambda(build, name="tag_executor_prompt") | llm | StrOutputParser()).with_config(
-        run_name=f"tag_executor_{prompt.name}"
-    )
+    chain = RunnableLambda(build, name="tag_executor_prompt") | llm | StrOutputParser()
+    if prompt.output == "code":
+        chain = chain | RunnableLambda(unfence, name="tag_unfence")
+    return chain.with_config(run_name=f"tag_executor_{prompt.name}")

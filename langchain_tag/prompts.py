@@ -366,7 +366,8 @@ class ExecutorPrompt:
 
     Rule mode lists ``[rule_id] action`` lines; chunk mode lists reference
     passages. Everything else is identical, so only the reference material
-    differs between methods.
+    differs between methods. ``output="code"``: the reply is code, and a reply
+    that is one Markdown-fenced block is unwrapped.
     """
 
     name: str
@@ -376,6 +377,7 @@ class ExecutorPrompt:
     chunks_intro: str
     none_text: str
     task_suffix: str = ""
+    output: Literal["text", "code"] = "text"
 
     def messages(self, query: str, units: Sequence[tuple[str, str]], unit_kind: str = "rules") -> list[BaseMessage]:
         """Build executor messages.
@@ -422,6 +424,7 @@ EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
         rules_intro="Review rules that apply to this code (id and what to do):",
         chunks_intro="Review policy passages:",
         none_text="No review rules are given; follow common Python practice.",
+        output="code",
     ),
 }
 """Executor prompts by domain name: the single source of ``domain=`` and the CLI's choices."""

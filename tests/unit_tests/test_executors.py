@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.executors import executor_chain, format_units
+from langchain_tag.executors import executor_chain, format_units, unfence
 from langchain_tag.prompts import EXECUTOR_PROMPTS
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel
@@ -46,3 +46,23 @@ def test_no_matched_units_is_the_no_retrieval_prompt() -> None:
     none = prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="none"))
     assert prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="rules")) == none
     assert prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="chunks")) == none
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("```python\ndef f():\n    return 1\n```", "def f():\n    return 1"),
+        ("  ~~~\nx = 1\n~~~\n", "x = 1"),
+        ("def f():\n    return 1\n", "def f():\n    return 1\n"),  # bare code: unchanged
+        ("Here it is:\n```python\nx = 1\n```", "Here it is:\n```python\nx = 1\n```"),  # prose around: unchanged
+        ("```\na = 1\n```\n\n```\nb = 2\n```", "```\na = 1\n```\n\n```\nb = 2\n```"),  # two blocks: unchanged
+    ],
+)
+def test_unfence_unwraps_only_a_reply_that_is_one_fenced_block(reply: str, expected: str) -> None:
+    assert unfence(reply) == expected
+
+
+def test_the_code_review_executor_returns_bare_code() -> None:
+    llm = FakeChatModel(respond=lambda t: "```python\nprint(1)\n```")
+    assert executor_chain(llm, domain="code_review").invoke({"input": "x", "documents": []}) == "print(1)"
+    assert executor_chain(llm, domain="generic").invoke({"input": "x", "documents": []}).startswith("```")
