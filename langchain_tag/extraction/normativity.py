@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["looks_declarative", "normative_cue", "veto_uncued_labels"]
+__all__ = ["is_example_caption", "looks_declarative", "normative_cue", "veto_uncued_labels"]
 
 # Modal and deontic vocabulary (stems match their inflections), negation,
 # and the words that carry a preference, a limit or an exception.
@@ -77,10 +77,31 @@ def looks_declarative(sentence: str) -> bool:
     return len(words) > 1 and words[1].lower() in _FINITE
 
 
+_CAPTION = re.compile(r"^\W*(?:\S+\s+){0,2}\S+:\s*$")
+_CAPTION_WORDS = re.compile(
+    r"\b(yes|no|not|correct|incorrect|wrong|right|good|bad|ok|okay|better|worse|rather|definitely|example|examples"
+    r"|e\.g|this|these|instead)\b",
+    re.IGNORECASE,
+)
+
+
+def is_example_caption(sentence: str) -> bool:
+    """Whether ``sentence`` captions examples: up to three words ending in a colon, with a word such as "yes",
+    "wrong", "not" or "this" ("Yes:", "Rather not:", "Don't do this:").
+
+    Style guides put such captions before good and bad examples; the norm is
+    in the sentence the examples illustrate, never in the caption. A short
+    rule that introduces examples ("Avoid wildcard imports:") is no caption.
+    """
+    text = sentence.strip()
+    return bool(_CAPTION.match(text) and _CAPTION_WORDS.search(text))
+
+
 def veto_uncued_labels(
     sentences: Sequence[str], labels: Sequence[str], normative: frozenset[str], *, where: str, notes: list[str]
 ) -> list[str]:
-    """Relabel as background each sentence labelled normative that has no normative wording and reads as a fact.
+    """Relabel as background each sentence labelled normative that has no normative wording and reads as a fact,
+    and each example caption (:func:`is_example_caption`).
 
     Args:
         sentences: The sentences' text.
@@ -94,7 +115,12 @@ def veto_uncued_labels(
     """
     out = list(labels)
     for number, (sentence, label) in enumerate(zip(sentences, labels, strict=True), start=1):
-        if label in normative and normative_cue(sentence) is None and looks_declarative(sentence):
+        if label in normative and is_example_caption(sentence):
+            out[number - 1] = "background"
+            notes.append(
+                f"{where}: sentence {number} was labelled {label} but only captions examples; read as background"
+            )
+        elif label in normative and normative_cue(sentence) is None and looks_declarative(sentence):
             out[number - 1] = "background"
             notes.append(
                 f"{where}: sentence {number} was labelled {label} but states no norm "

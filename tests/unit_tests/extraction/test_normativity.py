@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.extraction.normativity import looks_declarative, normative_cue, veto_uncued_labels
+from langchain_tag.extraction.normativity import (
+    is_example_caption,
+    looks_declarative,
+    normative_cue,
+    veto_uncued_labels,
+)
 from langchain_tag.extraction.span_detection import NORMATIVE_TYPES
 
 
@@ -56,3 +61,34 @@ def test_only_uncued_declarative_sentences_lose_their_normative_label() -> None:
     out = veto_uncued_labels(sentences, labels, NORMATIVE_TYPES, where="doc#1", notes=notes)
     assert out == ["background", "requirement", "requirement", "background"]
     assert len(notes) == 1 and "doc#1: sentence 1 was labelled requirement but states no norm" in notes[0]
+
+
+@pytest.mark.parametrize("sentence", ["Yes:", "Rather not:", "Definitely not:", "# Wrong:", "Don't do this:"])
+def test_example_captions_are_recognised(sentence: str) -> None:
+    assert is_example_caption(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "- Immediately before a comma, semicolon, or colon:",
+        "Never write a bare except clause.",
+        "Use spaces: always.",
+        "Avoid wildcard imports:",
+    ],
+)
+def test_rules_are_not_captions(sentence: str) -> None:
+    assert not is_example_caption(sentence)
+
+
+def test_a_caption_labelled_a_rule_becomes_background_with_a_note() -> None:
+    notes: list[str] = []
+    labels = veto_uncued_labels(
+        ["Avoid trailing whitespace.", "Rather not:"],
+        ["prohibition", "prohibition"],
+        NORMATIVE_TYPES,
+        where="s1",
+        notes=notes,
+    )
+    assert labels == ["prohibition", "background"]
+    assert notes == ["s1: sentence 2 was labelled prohibition but only captions examples; read as background"]
