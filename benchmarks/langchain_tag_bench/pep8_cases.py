@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import sys
-import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -136,19 +135,16 @@ def cached_cases(cache_dir: Path, *, lib_dir: Path | None = None) -> Path:
     python = ".".join(str(part) for part in sys.version_info[:3])
     where = Path(cache_dir) / "bench-quality" / f"pep8-cases-py{python}-pycodestyle{pycodestyle.__version__}"
     path = where / "cases.jsonl"
-    if path.exists():
-        return path
-    lib = Path(lib_dir) if lib_dir is not None else Path(sysconfig.get_paths()["stdlib"])
-    statements = load_statements()
-    cases = ruff_cases.build_cases(
-        lib, statements=statements, per_statement=4, negatives=20, lint=run_pycodestyle, id_prefix="pep8"
-    )
-    where.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".jsonl.part")
-    with partial.open("w", encoding="utf-8") as handle:
-        for case in cases:
-            handle.write(json.dumps(case, ensure_ascii=False) + "\n")
-    partial.replace(path)  # a half-written file is never taken for a finished build
-    summary = ruff_cases.summarise(cases, statements, 0.0, f"pycodestyle {pycodestyle.__version__}")
-    (where / "cases_summary.md").write_text(summary.replace("Ruff-labelled", "pycodestyle-labelled"), encoding="utf-8")
+    if not path.exists():
+        ruff_cases.write_cases(
+            where,
+            lib_dir=lib_dir,
+            statements=load_statements(),
+            lint=run_pycodestyle,
+            linter="pycodestyle",
+            version=f"pycodestyle {pycodestyle.__version__}",
+            per_statement=4,
+            negatives=20,
+            id_prefix="pep8",
+        )
     return path

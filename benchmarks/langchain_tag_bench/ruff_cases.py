@@ -262,14 +262,21 @@ def build_cases(
     return cases
 
 
-def summarise(cases: list[dict[str, Any]], statements: list[dict[str, Any]], seconds: float, version: str) -> str:
-    """Render the Markdown summary of a build: counts per statement per split, totals, ruff version and timing."""
+def summarise(
+    cases: list[dict[str, Any]],
+    statements: list[dict[str, Any]],
+    seconds: float,
+    version: str,
+    *,
+    linter: str = "Ruff",
+) -> str:
+    """Render the Markdown summary of a build: counts per statement per split, totals, linter version and timing."""
     counts: Counter[tuple[str, str]] = Counter()
     for case in cases:
         for sid in case["violates"] or ["(none)"]:
             counts[(sid, case["split"])] += 1
     lines = [
-        "# Ruff-labelled cases: summary",
+        f"# {linter}-labelled cases: summary",
         "",
         f"- cases: {len(cases)} (dev {sum(c['split'] == 'dev' for c in cases)}, "
         f"test {sum(c['split'] == 'test' for c in cases)})",
@@ -289,15 +296,26 @@ def summarise(cases: list[dict[str, Any]], statements: list[dict[str, Any]], sec
     return "\n".join(lines) + "\n"
 
 
-def write_cases(out_dir: Path, *, lib_dir: Path | None = None) -> tuple[Path, str]:
+def write_cases(
+    out_dir: Path,
+    *,
+    lib_dir: Path | None = None,
+    statements: list[dict[str, Any]] | None = None,
+    lint: Callable[[list[str], list[str]], list[list[str]]] | None = None,
+    linter: str = "Ruff",
+    version: str | None = None,
+    **build: Any,
+) -> tuple[Path, str]:
     """Build on ``lib_dir`` (default: the running interpreter's standard library) into ``out_dir``.
 
-    Writes ``cases.jsonl`` and ``cases_summary.md``; returns the cases file and the summary.
+    Writes ``cases.jsonl`` and ``cases_summary.md``; returns the cases file and the summary. ``statements``,
+    ``lint`` (with its ``linter`` name and ``version`` for the summary) and ``build`` (:func:`build_cases`'s
+    other options) default to the ruff set's.
     """
     lib_dir = Path(lib_dir) if lib_dir is not None else Path(sysconfig.get_paths()["stdlib"])
-    statements = load_statements()
+    statements = statements if statements is not None else load_statements()
     started = time.perf_counter()
-    cases = build_cases(lib_dir, statements=statements)
+    cases = build_cases(lib_dir, statements=statements, lint=lint or run_ruff, **build)
     seconds = time.perf_counter() - started
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "cases.jsonl"
@@ -306,7 +324,7 @@ def write_cases(out_dir: Path, *, lib_dir: Path | None = None) -> tuple[Path, st
         for case in cases:
             handle.write(json.dumps(case, ensure_ascii=False) + "\n")
     partial.replace(path)  # a half-written file is never taken for a finished build
-    summary = summarise(cases, statements, seconds, ruff_version())
+    summary = summarise(cases, statements, seconds, version or ruff_version(), linter=linter)
     (out_dir / "cases_summary.md").write_text(summary, encoding="utf-8")
     return path, summary
 
