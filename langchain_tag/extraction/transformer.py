@@ -333,12 +333,10 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
                     by_section.setdefault(span.section_id, []).append(span)
             batches = [b for group in by_section.values() for b in _batches(group, self.spans_per_call)]
             raw = yield decomposition_calls(batches, domain=self.domain), "phase 2: atomic units"
-            split = {
-                span_id: [u for u in found if u.span_id == span_id]
-                for b, r in zip(batches, raw, strict=True)
-                for found in [collect_units(b, r, notes=notes)]
-                for span_id in {s.span_id for s in b}
-            }
+            split: dict[str, list[AtomicUnit]] = {}
+            for batch, reply in zip(batches, raw, strict=True):
+                for unit in collect_units(batch, reply, notes=notes):
+                    split.setdefault(unit.span_id, []).append(unit)
             units = [u for s in spans for u in split.get(s.span_id, [unsplit_unit(s)])]
         return [
             AtomicUnit(f"A-{i:03d}", u.span_id, u.text, u.original_text, u.was_split, u.split_rationale)
