@@ -22,6 +22,14 @@ Calibrations are plain data: :meth:`Calibration.save` writes JSON (with the
 model and prompt version they were fitted for) and :meth:`Calibration.load`
 reads it back. :func:`default_calibration` gives the shipped default for a
 judge model family, chosen on development data.
+
+**Your own inputs as references.** Given a sample of unlabelled inputs of
+the kind you will judge (8 to 20, typical ones: most of them break no rule),
+:func:`default_calibration` returns the family's *domain-reference* default
+instead: each rule's log-odds are centred on the sample's mean and divided by
+its spread, so a rule matches an input that stands out from what that rule
+sees on your inputs. The same judge then needs no labels and transfers across
+policies much better than with the generic :data:`TYPICAL_INPUTS`.
 """
 
 from __future__ import annotations
@@ -38,13 +46,17 @@ from langchain_tag.errors import TagError
 
 __all__ = [
     "DEFAULT_CALIBRATIONS",
+    "DOMAIN_REFERENCE_CALIBRATIONS",
+    "MIN_DOMAIN_REFERENCES",
     "TYPICAL_INPUTS",
     "Calibration",
     "CalibrationError",
     "Method",
+    "check_reference_inputs",
     "default_calibration",
     "expected_calibration_error",
     "fit_calibration",
+    "load_reference_inputs",
     "logit",
     "sigmoid",
 ]
@@ -410,15 +422,104 @@ DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
 """Shipped defaults per judge model family, keyed by a lower-case fragment of the model identity."""
 
 
-def default_calibration(model: str, prompt_version: str) -> Calibration | None:
+DOMAIN_REFERENCE_CALIBRATIONS: dict[str, dict[str, Any]] = {
+    # Fitted on the pooled development splits of the benchmark's demo, ruff and pep8 quality sets (each set's
+    # first 12 development inputs, unlabelled, as the references), Platt, and the threshold with the best mean
+    # development F1 over the three sets. Leave-one-set-out fits land on nearly the same decision line.
+    # `langchain-tag bench fit-default` and benchmarks/README.md.
+    "qwen2.5-coder-1.5b": {
+        "method": "platt",
+        "slope": 2.69,
+        "intercept": -3.57,
+        "standardise": True,
+        "min_spread": 0.5,
+        "threshold": 0.209,
+        "model": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "prompt_version": "judge-applicability-v5",
+        "note": "Qwen2.5-Coder-1.5B domain-reference default: per-rule mean and spread over your own sample of "
+        "inputs, Platt fit on development data",
+    },
+}
+"""Shipped domain-reference defaults per judge model family: :class:`Calibration` fields without the
+reference inputs, which are the user's own sample (:func:`default_calibration`)."""
+
+MIN_DOMAIN_REFERENCES = 4
+"""The fewest inputs a domain-reference calibration takes: a spread needs a sample."""
+
+
+def default_calibration(
+    model: str, prompt_version: str, reference_inputs: Sequence[str] | None = None
+) -> Calibration | None:
     """The shipped calibration for a judge model family and prompt version, if one was fitted.
 
     Args:
         model: The judge's identity (:func:`~langchain_tag.faults.model_identity`).
         prompt_version: The judge prompt's version.
+        reference_inputs: A sample of your own unlabelled inputs (at least
+            :data:`MIN_DOMAIN_REFERENCES`, typically 8 to 20): when given, the family's domain-reference
+            default with this sample as its references (:data:`DOMAIN_REFERENCE_CALIBRATIONS`); otherwise the
+            default over :data:`TYPICAL_INPUTS` (:data:`DEFAULT_CALIBRATIONS`).
+
+    Raises:
+        CalibrationError: When ``reference_inputs`` holds fewer than :data:`MIN_DOMAIN_REFERENCES` distinct
+            non-blank inputs.
     """
     name = model.lower()
+    if reference_inputs is not None:
+        sample = check_reference_inputs(reference_inputs)
+        for fragment, fields in DOMAIN_REFERENCE_CALIBRATIONS.items():
+            if fragment in name and fields.get("prompt_version") == prompt_version:
+                return Calibration(**fields, reference_inputs=sample)
+        return None
     for fragment, calibration in DEFAULT_CALIBRATIONS.items():
         if fragment in name and calibration.prompt_version == prompt_version:
             return calibration
     return None
+
+
+def load_reference_inputs(path: str | Path) -> tuple[str, ...]:
+    """Read a sample of reference inputs: JSON Lines, each line a JSON string or an object with ``"text"``.
+
+    Raises:
+        CalibrationError: When the file is missing, a line is not such JSON, or the sample is too small
+            (:func:`check_reference_inputs`).
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CalibrationError(f"{path}: cannot read reference inputs ({exc.strerror or exc})") from exc
+    found: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CalibrationError(
+                f'{path}:{number}: not JSON ({exc.msg}); write one JSON string or {{"text": ...}} per line'
+            ) from exc
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            item = item["text"]
+        if not isinstance(item, str):
+            raise CalibrationError(f'{path}:{number}: expected a JSON string or an object with a "text" string')
+        found.append(item)
+    return check_reference_inputs(found)
+
+
+def check_reference_inputs(inputs: Sequence[str]) -> tuple[str, ...]:
+    """A sample of reference inputs, blanks and repeats dropped, order kept.
+
+    Raises:
+        CalibrationError: When the sample is a bare string, or holds fewer than
+            :data:`MIN_DOMAIN_REFERENCES` distinct non-blank inputs.
+    """
+    if isinstance(inputs, str):
+        raise CalibrationError("reference_inputs must be a sequence of inputs, not one string")
+    sample = tuple(dict.fromkeys(str(x) for x in inputs if str(x).strip()))
+    if len(sample) < MIN_DOMAIN_REFERENCES:
+        raise CalibrationError(
+            f"reference_inputs needs at least {MIN_DOMAIN_REFERENCES} distinct non-blank inputs (8 to 20 typical "
+            f"ones of your own work best); got {len(sample)}"
+        )
+    return sample

@@ -120,7 +120,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
-    from langchain_tag.calibration import Calibration
+    from langchain_tag.calibration import Calibration, load_reference_inputs
     from langchain_tag.local.models import ModelConfig, get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
@@ -133,6 +133,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
         predicate=args.predicate,
         threshold=args.threshold,
         calibration=None if args.raw else (Calibration.load(args.calibration) if args.calibration else "default"),
+        reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
         max_concurrency=args.max_concurrency,
     )
     result = retriever.match(_read_input(args.input))
@@ -301,6 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
     p.add_argument("--raw", action="store_true", help="no calibration: threshold raw P(YES)")
+    p.add_argument(
+        "--reference-inputs",
+        metavar="FILE",
+        help='JSONL sample of your own unlabelled inputs (8-20; a JSON string or {"text": ...} per line): '
+        "score each rule against what it sees on them (the model family's domain-reference default)",
+    )
     p.add_argument("--k", type=_non_negative_int, help="return at most k rules, highest P(YES) first")
     p.add_argument("--max-concurrency", type=_positive_int, default=4)
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -23,7 +23,7 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from langchain_tag.calibration import Calibration, default_calibration, logit
+from langchain_tag.calibration import Calibration, check_reference_inputs, default_calibration, logit
 from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError
 from langchain_tag.faults import (
     backoff_delay,
@@ -251,6 +251,17 @@ class PairwiseJudge:
         strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError`
             when any judgment failed after its last attempt, instead of
             counting it as NO with a logged warning.
+        reference_inputs: A sample of your own unlabelled inputs (8 to 20
+            typical ones): with ``calibration="default"`` the judge takes the
+            model family's domain-reference default, which centres and scales
+            each rule's log-odds on this sample
+            (:func:`~langchain_tag.calibration.default_calibration`). Each
+            input is judged once per rule (through the cache).
+
+    Raises:
+        ValueError: On a bad threshold, concurrency or attempt count, or
+            ``reference_inputs`` with a calibration other than ``"default"``.
+        CalibrationError: When ``reference_inputs`` holds too few inputs.
     """
 
     def __init__(
@@ -267,7 +278,15 @@ class PairwiseJudge:
         context_tokens: int | None = None,
         calibration: Calibration | Literal["default"] | None = "default",
         strict: bool = False,
+        reference_inputs: Sequence[str] | None = None,
     ) -> None:
+        if reference_inputs is not None:
+            if calibration != "default":
+                raise ValueError(
+                    "reference_inputs= selects the shipped domain-reference calibration, so it needs "
+                    'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
+                )
+            reference_inputs = check_reference_inputs(reference_inputs)
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
         if max_concurrency < 1:
@@ -289,6 +308,7 @@ class PairwiseJudge:
         self.strict = strict
         self._model: str | None = None
         self._calibration = calibration
+        self.reference_inputs: tuple[str, ...] | None = reference_inputs  # type: ignore[assignment]
         self._references: dict[str, float] = {}
 
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
@@ -366,7 +386,7 @@ class PairwiseJudge:
     def calibration(self) -> Calibration | None:
         """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
         if self._calibration == "default":
-            self._calibration = default_calibration(self.model_identity, self.prompt.version)
+            self._calibration = default_calibration(self.model_identity, self.prompt.version, self.reference_inputs)
         return self._calibration if isinstance(self._calibration, Calibration) else None
 
     @calibration.setter

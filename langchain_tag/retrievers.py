@@ -140,6 +140,12 @@ class ApplicabilityRetriever(BaseRetriever):
             when it is set, else skips the check.
         strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError`
             when any judgment failed, instead of counting it as NO.
+        reference_inputs: A sample of your own unlabelled inputs, 8 to 20
+            typical ones: with ``calibration="default"``, the judge model
+            family's domain-reference default scores each rule against what
+            it sees on this sample (no labels needed; see
+            :mod:`langchain_tag.calibration`). Costs one judgment per input
+            and rule, once (cached).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -157,6 +163,7 @@ class ApplicabilityRetriever(BaseRetriever):
     context_tokens: int | None = Field(default=None, ge=1)
     calibration: Calibration | Literal["default"] | None = "default"
     strict: bool = False
+    reference_inputs: Sequence[str] | None = None
 
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _documents: dict[str, Document] = PrivateAttr(default_factory=dict)
@@ -196,6 +203,7 @@ class ApplicabilityRetriever(BaseRetriever):
             context_tokens=self.context_tokens,
             calibration=self.calibration,
             strict=self.strict,
+            reference_inputs=self.reference_inputs,
         )
         return self
 

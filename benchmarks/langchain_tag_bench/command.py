@@ -21,7 +21,7 @@ from typing import Any
 from langchain_tag_bench.methods import DEFAULT_KS
 from langchain_tag_bench.tasks import TASKS
 
-__all__ = ["add_bench_parser", "model_config_for", "run_quality_command"]
+__all__ = ["add_bench_parser", "model_config_for", "run_fit_default_command", "run_quality_command"]
 
 DEFAULT_METHODS = {
     "nba": "none,all_rules,similarity,tag",
@@ -62,17 +62,18 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "domain",
-        choices=(*TASKS, "quality"),
+        choices=(*TASKS, "quality", "fit-default"),
         help="nba | code (HumanEval x PEP 8) | npov | pep8 (retrieval only) | "
-        "quality (policy -> rules -> labelled inputs, P/R/F1 per statement)",
+        "quality (policy -> rules -> labelled inputs, P/R/F1 per statement) | "
+        "fit-default (one calibration fitted on the pooled dev splits of quality runs: --runs)",
     )
     p.add_argument(
         "--methods",
         help="comma-separated: none, all_rules, similarity[@K], tag, relevance, rules_similarity[@K], "
         "chunks_applicability, tag-no-pN, phases, 2x2, all "
-        f"(default: {DEFAULT_METHODS['nba']}; with --retrieval-only: {DEFAULT_RETRIEVAL_METHODS}); quality: tag, "
-        "tag-raw, tag-calibrated:FILE, all_rules, rules_similarity[@K], chunks_similarity[@K], all "
-        "(default: all)",
+        f"(default: {DEFAULT_METHODS['nba']}; with --retrieval-only: {DEFAULT_RETRIEVAL_METHODS}); quality: "
+        "tag-domain, tag, tag-raw, tag-calibrated:FILE, tag-fitted, all_rules, rules_similarity[@K], "
+        "chunks_similarity[@K], all (default: all)",
     )
     p.add_argument(
         "--limit", type=_positive, help="at most N items (nba: spread evenly over the levels; quality: per split)"
@@ -126,6 +127,16 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=10.0, help="code: seconds allowed per solution's tests")
     p.add_argument("--out", help="run directory (default: runs/bench-DOMAIN[-retrieval])")
     p.add_argument("--cache-dir", help="extraction cache (default: the package cache directory)")
+    p.add_argument(
+        "--runs",
+        help="fit-default: quality runs to pool, SET=RUN_DIR,... (e.g. demo=runs/q-demo,ruff=runs/q-ruff)",
+    )
+    p.add_argument(
+        "--row",
+        choices=("tag-domain", "tag-fitted"),
+        default="tag-domain",
+        help="fit-default: whose recorded features to fit (tag-domain: dev-sample references; tag-fitted: typical)",
+    )
     p.set_defaults(func=run_bench_command)
     return p
 
@@ -222,6 +233,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
     if args.domain == "quality":
         return run_quality_command(args)
+    if args.domain == "fit-default":
+        return run_fit_default_command(args)
     retrieval_only = args.retrieval_only or args.domain == "pep8"
     default = DEFAULT_RETRIEVAL_METHODS if retrieval_only else DEFAULT_METHODS[args.domain]
     methods = parse_methods(args.methods or default, ks=args.ks)
@@ -261,6 +274,23 @@ def _log_quality_record(record: dict[str, Any]) -> None:
         parts.append(f"calls={record['calls']}")
     parts.append(f"{record['seconds']:.1f}s")
     print("  ".join(parts), file=sys.stderr, flush=True)
+
+
+def run_fit_default_command(args: argparse.Namespace) -> int:
+    """``bench fit-default``: pool the dev splits of quality runs into one calibration; print its report."""
+    from langchain_tag.local.weights import default_cache_dir
+    from langchain_tag_bench.fit_default import fit_report, load_run, parse_runs
+
+    if not args.runs:
+        print("bench fit-default: --runs SET=RUN_DIR,... is required", file=sys.stderr)
+        return 2
+    cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
+    runs = {
+        name: load_run(name, path, args.row, cache_dir=cache_dir, pep8_path=args.pep8)
+        for name, path in parse_runs(args.runs).items()
+    }
+    print(fit_report(runs, args.row).markdown())
+    return 0
 
 
 def run_quality_command(args: argparse.Namespace) -> int:

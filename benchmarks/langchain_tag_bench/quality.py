@@ -45,6 +45,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.vectorstores import VectorStore
 
 from langchain_tag.calibration import (
+    MIN_DOMAIN_REFERENCES,
     TYPICAL_INPUTS,
     Calibration,
     CalibrationError,
@@ -89,7 +90,7 @@ QUALITY_SETS = ("demo", "ruff", "pep8")
 SPLITS = ("dev", "test")
 RULE_KS = (1, 3, 5)
 CHUNK_KS = (1, 2, 3, 5)
-DEFAULT_QUALITY_METHODS = "tag,tag-raw,all_rules,rules_similarity,chunks_similarity"
+DEFAULT_QUALITY_METHODS = "tag-domain,tag,tag-raw,all_rules,rules_similarity,chunks_similarity"
 RECORDS_FILE = "records.jsonl"
 FITTED_FILE = "fitted-calibration.json"
 FITTED_REFERENCE = Calibration(method="identity", reference_inputs=TYPICAL_INPUTS)
@@ -97,7 +98,11 @@ FITTED_REFERENCE = Calibration(method="identity", reference_inputs=TYPICAL_INPUT
 MIN_SHARE = 0.5
 """A unit counts for a statement it covers by at least this share (of the statement, or of a rule's source)."""
 
-Kind = Literal["tag", "tag-raw", "tag-calibrated", "tag-fitted", "all_rules", "rules_similarity", "chunks_similarity"]
+Kind = Literal[
+    "tag", "tag-domain", "tag-raw", "tag-calibrated", "tag-fitted", "all_rules", "rules_similarity", "chunks_similarity"
+]
+DOMAIN_REFERENCES = 12
+"""How many development inputs (unlabelled, spread over the split) ``tag-domain`` takes as its reference sample."""
 
 
 # --------------------------------------------------------------------------
@@ -421,13 +426,15 @@ class QualityMethod:
     @property
     def judged(self) -> bool:
         """Whether the row is read from pairwise judgments."""
-        return self.kind in ("tag", "tag-raw", "tag-calibrated", "tag-fitted")
+        return self.kind in ("tag", "tag-domain", "tag-raw", "tag-calibrated", "tag-fitted")
 
     @property
     def label(self) -> str:
         """Row label."""
         if self.kind == "tag":
-            return "TAG, shipped default (`tag`)"
+            return "TAG, shipped default, typical references (`tag`)"
+        if self.kind == "tag-domain":
+            return "TAG, shipped default, dev inputs as references (`tag-domain`)"
         if self.kind == "tag-raw":
             return "TAG, raw P(YES) >= 0.5 (`tag-raw`)"
         if self.kind == "tag-calibrated":
@@ -459,7 +466,7 @@ def parse_quality_methods(text: str) -> list[QualityMethod]:
             for name in DEFAULT_QUALITY_METHODS.split(","):
                 for method in parse_quality_methods(name):
                     add(method)
-        elif part in ("tag", "tag-raw", "tag-fitted", "all_rules"):
+        elif part in ("tag", "tag-domain", "tag-raw", "tag-fitted", "all_rules"):
             add(QualityMethod(part, part))  # type: ignore[arg-type]
         elif part.startswith("tag-calibrated:"):
             path = part.partition(":")[2]
@@ -470,7 +477,8 @@ def parse_quality_methods(text: str) -> list[QualityMethod]:
             base, _, k_text = part.partition("@")
             if base not in ("rules_similarity", "chunks_similarity"):
                 raise ValueError(
-                    f"unknown method {part!r}; choose from tag, tag-raw, tag-calibrated:FILE, tag-fitted, all_rules, "
+                    f"unknown method {part!r}; choose from tag, tag-domain, tag-raw, tag-calibrated:FILE, tag-fitted, "
+                    "all_rules, "
                     "rules_similarity[@K], chunks_similarity[@K], all"
                 )
             if k_text:
@@ -1012,6 +1020,16 @@ def run_quality(
                     calibration = Calibration.load(method.calibration_file)
                 elif method.kind == "tag-fitted":
                     calibration = FITTED_REFERENCE
+                references = None
+                if method.kind == "tag-domain":
+                    dev = spread([c for c in quality_set.cases if c["split"] == "dev"], limit)
+                    references = [quality_set.case_text(c) for c in spread(dev, DOMAIN_REFERENCES)]
+                    if len({r for r in references if r.strip()}) < MIN_DOMAIN_REFERENCES:
+                        run.notes.append(
+                            f"`tag-domain` left out: it takes its references from the dev inputs, and the dev split "
+                            f"has fewer than {MIN_DOMAIN_REFERENCES} distinct ones"
+                        )
+                        continue
                 retriever = ApplicabilityRetriever(
                     llm=judge,
                     rules=rule_list,
@@ -1020,6 +1038,7 @@ def run_quality(
                     threshold=threshold if method.kind == "tag" else None,
                     max_concurrency=max_concurrency,
                     cache=cache,
+                    reference_inputs=references,
                 )
                 calibrated = retriever.judge.calibration
                 run.judge_prompt = retriever.judge.prompt.version
@@ -1083,7 +1102,7 @@ def _select(
                 "score": j.score,
                 "applies": j.applies,
             }
-            if method.kind == "tag-fitted" and j.probability is not None and j.error is None:
+            if method.kind in ("tag-fitted", "tag-domain") and j.probability is not None and j.error is None:
                 reference, spread = judge.reference_log_odds(rules_by_id[j.rule_id])
                 if reference is not None:
                     entry["feature"] = round(judge.calibration.feature(j.probability, reference, spread), 6)  # type: ignore[union-attr]

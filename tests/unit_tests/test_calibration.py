@@ -11,6 +11,7 @@ from langchain_tag.calibration import (
     default_calibration,
     expected_calibration_error,
     fit_calibration,
+    load_reference_inputs,
     logit,
     sigmoid,
 )
@@ -207,3 +208,77 @@ def test_the_local_model_has_a_shipped_calibration_for_the_default_prompt() -> N
     shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", JUDGE_PROMPTS["applicability"].version)
     assert shipped is not None and shipped.reference_inputs and shipped.threshold is not None
     assert shipped.score(0.5, reference=logit(0.5)) < shipped.threshold  # no more likely than on "N/A": no match
+
+
+# ---------------------------------------------------------------- your own inputs as references
+DOMAIN = {"method": "threshold", "intercept": 0.0, "standardise": True, "min_spread": 0.5, "threshold": 0.8}
+SAMPLE = ["plain input one", "plain input two", "plain input three", "HOLDS-R-2 sample"]
+
+
+def test_reference_inputs_select_the_domain_default_with_the_sample_as_references(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_tag import calibration as module
+
+    monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "tiny-judge", {**DOMAIN, "prompt_version": "judge-v9"})
+    typical = Calibration(method="threshold", reference_inputs=("N/A",), prompt_version="judge-v9")
+    monkeypatch.setitem(module.DEFAULT_CALIBRATIONS, "tiny-judge", typical)
+    domain = default_calibration("Tiny-Judge-Q4", "judge-v9", [*SAMPLE, "plain input one", "  "])
+    assert domain is not None and domain.standardise and domain.min_spread == 0.5 and domain.threshold == 0.8
+    assert domain.reference_inputs == tuple(SAMPLE)  # repeats and blanks dropped, order kept
+    assert default_calibration("Tiny-Judge-Q4", "judge-v9") is typical  # no sample: the typical-input default
+    assert default_calibration("Tiny-Judge-Q4", "judge-v8", SAMPLE) is None  # not fitted for that prompt
+    with pytest.raises(CalibrationError, match="at least 4 distinct"):
+        default_calibration("Tiny-Judge-Q4", "judge-v9", ["a", "b", "a"])
+    with pytest.raises(CalibrationError, match="not one string"):
+        default_calibration("Tiny-Judge-Q4", "judge-v9", "one long input")  # type: ignore[arg-type]
+
+
+def test_retriever_scores_each_rule_against_its_level_on_the_users_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_tag import calibration as module
+    from langchain_tag.prompts import JUDGE_PROMPTS
+
+    version = JUDGE_PROMPTS["applicability"].version
+    monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "fakechatmodel", {**DOMAIN, "prompt_version": version})
+    llm = _judge()
+    retriever = ApplicabilityRetriever(llm=llm, rules=RULES, reference_inputs=SAMPLE)
+    # R-3 leans YES everywhere (raw 0.6 on every input): on the user's own inputs that is its ordinary level,
+    # so it no longer matches; R-1 stands out from its level on the sample.
+    assert [d.metadata["rule_id"] for d in retriever.invoke("HOLDS-R-1")] == ["R-1"]
+    assert llm.calls == 3 * len(SAMPLE) + 3  # every rule judged once on each sample input, then the input
+    retriever.invoke("HOLDS-R-3")
+    assert llm.calls == 3 * len(SAMPLE) + 6  # the sample is not judged again
+    calibration = retriever.judge.calibration
+    assert calibration is not None and calibration.reference_inputs == tuple(SAMPLE) and calibration.standardise
+
+
+def test_reference_inputs_need_the_default_calibration() -> None:
+    with pytest.raises(ValueError, match='calibration="default"'):
+        ApplicabilityRetriever(llm=_judge(), rules=RULES, calibration=None, reference_inputs=SAMPLE)
+    with pytest.raises(ValueError, match="at least 4"):  # pydantic wraps the CalibrationError
+        ApplicabilityRetriever(llm=_judge(), rules=RULES, reference_inputs=["only one"])
+
+
+def test_load_reference_inputs_reads_jsonl_and_names_the_bad_line(tmp_path: Path) -> None:
+    good = tmp_path / "sample.jsonl"
+    good.write_text('"def f():\\n    return 1"\n\n{"text": "x = 2"}\n"y = 3"\n{"text": "z = 4", "id": 7}\n')
+    assert load_reference_inputs(good) == ("def f():\n    return 1", "x = 2", "y = 3", "z = 4")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('"a"\nnot json\n')
+    with pytest.raises(CalibrationError, match=r"bad\.jsonl:2: not JSON"):
+        load_reference_inputs(bad)
+    bad.write_text('"a"\n{"input": "b"}\n')
+    with pytest.raises(CalibrationError, match=r'bad\.jsonl:2: expected a JSON string or an object with a "text"'):
+        load_reference_inputs(bad)
+    with pytest.raises(CalibrationError, match="cannot read"):
+        load_reference_inputs(tmp_path / "missing.jsonl")
+
+
+def test_the_local_model_has_a_domain_reference_default_for_the_default_prompt() -> None:
+    from langchain_tag.prompts import JUDGE_PROMPTS
+
+    version = JUDGE_PROMPTS["applicability"].version
+    shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", version, SAMPLE)
+    assert shipped is not None and shipped.standardise and shipped.threshold is not None
+    assert shipped.score(0.3, reference=logit(0.3), spread=1.0) < shipped.threshold  # at its usual level: no match
+    assert shipped.score(0.3, reference=logit(0.1), spread=0.4) > shipped.threshold  # far above it: a match

@@ -66,6 +66,30 @@ def test_match_with_fake_model(
     assert [m["rule_id"] for m in json.loads(capsys.readouterr().out)] == ["R-003"]
 
 
+def test_match_with_reference_inputs_scores_rules_against_the_sample(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    import langchain_tag.local.models as models
+    from langchain_tag import calibration as module
+    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.testing import fake_judge
+
+    domain = {"method": "threshold", "standardise": True, "threshold": 0.6}
+    version = JUDGE_PROMPTS["applicability"].version
+    monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "fakechatmodel", {**domain, "prompt_version": version})
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge({"R-003"}, with_logprobs=True))
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text("".join(json.dumps(f"x = {i}") + "\n" for i in range(5)))
+    argv = ["match", "def f():\n\treturn 1", "--rules", str(path), "--json", "--reference-inputs", str(sample)]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == []  # R-003 says YES to every sample input too: nothing stands out
+    sample.write_text('"x = 1"\n')
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("langchain-tag: error:") and "at least 4 distinct" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     "argv",
     [

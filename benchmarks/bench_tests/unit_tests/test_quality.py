@@ -161,7 +161,7 @@ def test_parse_methods() -> None:
         "chunks_similarity@2",
         "all_rules",
     ]
-    assert len(parse_quality_methods("all")) == 3 + 3 + 4
+    assert len(parse_quality_methods("all")) == 4 + 3 + 4  # tag-domain, tag, tag-raw, all rules; 3 + 4 similarity
     with pytest.raises(ValueError, match="unknown method 'bogus'"):
         parse_quality_methods("bogus")
     with pytest.raises(ValueError, match="calibration file"):
@@ -441,7 +441,8 @@ def test_cli_quality_end_to_end(tmp_path: Path, fake_models: dict, capsys: pytes
     assert cli.main(argv) == 0
     printed = capsys.readouterr()
     assert "Quality set `tiny`: 4 statements, 5 cases scored (3 dev, 2 test)" in printed.out
-    assert "| TAG, shipped default (`tag`) | dev | 3 |" in printed.out
+    assert "| TAG, shipped default, typical references (`tag`) | dev | 3 |" in printed.out
+    assert "`tag-domain` left out: it takes its references from the dev inputs" in printed.out  # 3 dev inputs
     assert "| chunks + similarity top-5 | test | 2 |" in printed.out
     assert (out / "quality.md").read_text(encoding="utf-8") in printed.out + "\n"
     assert "tag d1 (dev)  units=" in printed.err  # one progress line per record without a terminal
@@ -473,3 +474,44 @@ def test_cli_quality_fits_with_another_judge_prompt(
     assert cli.main([*argv, "--methods", "tag-fitted", "--judge-prompt", "applicability-named"]) == 0
     assert "| TAG, fitted on dev (`tag-fitted`) | test | 2 |" in capsys.readouterr().out
     assert Calibration.load(out / FITTED_FILE).prompt_version == "judge-applicability-named-v4"
+
+
+MORE_DEV = [
+    {"id": "d4", "code": "fh = open(p)", "violates": ["S2"], "split": "dev"},
+    {"id": "d5", "code": "total = a + b", "violates": [], "split": "dev"},
+    {"id": "d6", "code": "name = input()", "violates": [], "split": "dev"},
+]
+
+
+def test_tag_domain_uses_dev_inputs_as_references_and_fit_default_pools_runs(
+    tmp_path: Path, fake_models: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_tag import calibration as module
+
+    domain = {"method": "identity", "standardise": True, "min_spread": 0.5, "threshold": 0.5}
+    monkeypatch.setitem(
+        module.DOMAIN_REFERENCE_CALIBRATIONS, "fakechatmodel", {**domain, "prompt_version": "judge-applicability-v5"}
+    )
+    data = _write_set(tmp_path / "tiny")
+    with (data / "tiny_cases.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(c) + "\n" for c in MORE_DEV))
+    rules = save_rules(RULES, tmp_path / "rules.jsonl")
+    out = tmp_path / "out"
+    argv = ["bench", "quality", "--set", str(data), "--rules", str(rules), "--out", str(out), "--methods", "tag-domain"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "| TAG, shipped default, dev inputs as references (`tag-domain`) | test | 2 |" in printed
+    # The references are the six dev inputs, judged as the dev cases are: every pair costs one call, once.
+    assert fake_models["judge"].calls == (len(CASES) + len(MORE_DEV)) * len(RULES)
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    t1 = next(r for r in records if r["key"] == "t1")
+    features = {j["rule_id"]: j["feature"] for j in t1["judgments"]}
+    assert features["R1"] > 0 == features["R4"]  # eval stands out from R1's level on the dev inputs; R4 never does
+    assert cli.main(["bench", "fit-default", "--runs", f"{data}={out}"]) == 0
+    report = capsys.readouterr().out
+    assert report.startswith("Pooled fit of `tag-domain` on 18 dev pairs: Platt slope")  # 6 dev cases x R1-R3
+    # The judge separates the pairs; the only misses come from R3 mapping to S3 and S4 (same text): dev F1 6/7,
+    # test P 3/4. With one run, nothing is left out.
+    assert f"| {data} | 6 | 2 | 0.86 | 0.75 | 1.00 | 0.86 | - | - |" in report
+    assert cli.main(["bench", "fit-default", "--runs", f"{data}={tmp_path / 'nowhere'}"]) == 1
+    assert "no records.jsonl" in capsys.readouterr().err
