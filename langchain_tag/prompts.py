@@ -47,7 +47,9 @@ VerdictFormat = Literal["token", "json"]
 EXTRACTION_PROMPT_VERSION = "extract-v12"
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
-_JSON_ONLY = "Reply with one JSON object on a single line, without indentation, and nothing else: no prose, no code fences."
+_JSON_ONLY = (
+    "Reply with one JSON object on a single line, without indentation, and nothing else: no prose, no code fences."
+)
 
 SPAN_LABELS: tuple[str, ...] = (
     "requirement",
@@ -155,6 +157,15 @@ _OPER_USER = """Statements to turn into rules:
 {units}
 
 Return {{"rules": [{{"violation": "<noun phrase>", "action": "...", "name": "<rule name>", "tags": ["..."]{rich}}}]}} with exactly one rule per statement, in the order given."""
+
+
+def operationalisation_instructions() -> str:
+    """Phase 3's fixed instructions and worked examples, as the model reads them (domain and input left as slots).
+
+    A small model sometimes answers with an example's wording instead of its
+    statement's; phase 3 checks its replies against this text.
+    """
+    return _OPER_SYSTEM
 
 
 def operationalisation_messages(

@@ -18,11 +18,12 @@ from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.decomposition import AtomicUnit
 from langchain_tag.parsing import local_ids, parse_json_items, with_aliases
-from langchain_tag.prompts import operationalisation_messages
+from langchain_tag.prompts import operationalisation_instructions, operationalisation_messages
 
 __all__ = [
     "RuleDraft",
     "collect_rules",
+    "echoes_instructions",
     "operationalisation_calls",
     "parse_rules",
     "unoperationalised_draft",
@@ -135,6 +136,67 @@ def violation_condition(violation: str) -> str:
     return f"the input contains {text}"
 
 
+# Words too common to tie a violation to its statement.
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "not",
+        "no",
+        "nor",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "by",
+        "for",
+        "with",
+        "without",
+        "from",
+        "into",
+        "as",
+        "is",
+        "are",
+        "be",
+        "that",
+        "this",
+        "it",
+        "its",
+        "any",
+        "every",
+        "each",
+        "one",
+    ]
+)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORDS.findall(text) if w.lower() not in _FUNCTION_WORDS}
+
+
+@functools.cache
+def _instruction_text() -> str:
+    return " ".join(_WORDS.findall(operationalisation_instructions().lower()))
+
+
+def echoes_instructions(violation: str, statement: str) -> bool:
+    """Whether a violation repeats phase 3's own instructions or examples rather than its statement.
+
+    True when the phrase (three words or more) occurs word for word in the
+    instructions and none of its content words occurs in the statement: the
+    model copied an example ("a table without a caption") for a statement
+    about something else.
+    """
+    words = _WORDS.findall(violation.lower())
+    if len(words) < 3 or f" {' '.join(words)} " not in f" {_instruction_text()} ":
+        return False
+    return not (_content_words(violation) & _content_words(statement))
+
+
 def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = ()) -> RuleDraft | None:
     name = str(raw.get("rule_name") or "").strip()
     # Prompts ask for the "violation": a noun phrase naming what a breaking input contains.
@@ -143,6 +205,8 @@ def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = 
     action = str(raw.get("action") or "").strip()
     if (violation or condition).strip(" .\"'").lower() in _NO_VIOLATION:
         return {"no_rule": True}
+    if violation and echoes_instructions(violation, unit.original_text):
+        return {"no_rule": True, "echo": violation}
     if not (name and condition and action):
         return None
     draft: RuleDraft = {
@@ -198,7 +262,14 @@ def collect_rules(
         drafts.setdefault(atomic_id, draft)
     refused = [u for u in batch if drafts.get(u.atomic_id, {}).get("no_rule")]
     for unit in refused:
-        notes.append(f"phase 3: {unit.atomic_id} states no rule (the model found nothing it asks); left out")
+        echo = drafts[unit.atomic_id].get("echo")
+        if echo:
+            notes.append(
+                f"phase 3: {unit.atomic_id}'s violation {echo!r} repeats the prompt's own example, not its "
+                "statement; left out"
+            )
+        else:
+            notes.append(f"phase 3: {unit.atomic_id} states no rule (the model found nothing it asks); left out")
     if declined is not None:
         declined.extend(refused)
     found = [(u, drafts[u.atomic_id]) for u in batch if u.atomic_id in drafts and u not in refused]

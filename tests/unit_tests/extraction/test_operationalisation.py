@@ -84,7 +84,7 @@ def test_the_violation_is_the_rules_condition_and_the_prompt_asks_for_it() -> No
     ("violation", "condition"),
     [
         ("a bare `except:` clause.", "the input contains a bare `except:` clause"),
-        ("A size given in inches", "the input contains a size given in inches"),
+        ("A size given in yards", "the input contains a size given in yards"),
         ("API key  in a string literal", "the input contains API key in a string literal"),
         ("The input calls print", "the input calls print"),
     ],
@@ -105,3 +105,33 @@ def test_a_statement_that_asks_nothing_gets_no_rule_and_is_not_missing() -> None
     found, missing = collect_rules(UNITS, raw, notes=notes, declined=declined)
     assert [u.atomic_id for u, _ in found] == ["A-002"] and missing == [] and declined == [UNITS[0]]
     assert "states no rule" in notes[0]
+
+
+def test_a_violation_copied_from_the_prompts_example_gets_no_rule() -> None:
+    caption = AtomicUnit("A-001", "S-001", "The former is more readable.", "The former is more readable and preferred:")
+    table = AtomicUnit("A-002", "S-002", "Every table needs a caption.", "Every table needs a caption.")
+    raw = [
+        {"atomic_id": "A-001", "rule_name": "n", "violation": "a table without a caption", "action": "add one"},
+        {"atomic_id": "A-002", "rule_name": "m", "violation": "a table without a caption", "action": "add one"},
+    ]
+    notes: list[str] = []
+    declined: list = []
+    found, missing = collect_rules([caption, table], raw, notes=notes, declined=declined)
+    # The same words are a real rule where the statement is about tables.
+    assert [u.atomic_id for u, _ in found] == ["A-002"] and missing == [] and declined == [caption]
+    assert "repeats the prompt's own example" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("violation", "statement", "echo"),
+    [
+        ("a size given in inches", "Prices are shown in euros.", True),
+        ("a size given in inches", "Give every size in centimetres, never in inches.", False),
+        ("a size in feet", "Prices are shown in euros.", False),  # not the prompt's wording
+        ("a caption", "Prices are shown in euros.", False),  # too short to tell
+    ],
+)
+def test_echoes_instructions(violation: str, statement: str, echo: bool) -> None:
+    from langchain_tag.extraction.operationalisation import echoes_instructions
+
+    assert echoes_instructions(violation, statement) is echo
