@@ -271,7 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--units-per-call",
         type=_positive_int,
         default=1,
-        help="atomic statements per phase-3 call (default: 1, which suits small local models; larger batches save calls)",
+        help="atomic statements per phase-3 call (default: 1, which suits small local models; "
+        "larger batches save calls)",
     )
     p.add_argument("--skip-phases", type=_parse_phases, help="phases to switch off, e.g. 4,5")
     p.add_argument(

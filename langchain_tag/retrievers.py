@@ -396,10 +396,12 @@ class ApplicabilityRetriever(BaseRetriever):
         """The documents a retrieval returns for a match result: matched rules, highest P(YES) first, capped at ``k``.
 
         Each is a copy of the rule document given (``rules=`` or the vector
-        store's), with its ``page_content``, ``id`` and metadata kept. Each carries its verdict in metadata (``tag_verdict``, ``tag_predicate``,
+        store's), with its ``page_content``, ``id`` and metadata kept. Each
+        carries its verdict in metadata (``tag_verdict``, ``tag_predicate``,
         ``tag_score`` (calibrated) and ``tag_raw_score`` (raw P(YES)) when
-        known, ``tag_failed_rule_ids`` when some judgment failed). Use it to turn :meth:`match`'s result into what
-        :meth:`invoke` would have returned.
+        known, ``tag_failed_rule_ids`` when some judgment failed). Use it to
+        turn :meth:`match`'s result into what :meth:`invoke` would have
+        returned.
         """
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")

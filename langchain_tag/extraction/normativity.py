@@ -38,16 +38,101 @@ _CUES = re.compile(
 
 # Words a declarative sentence typically starts with (a subject), never an imperative verb.
 _SUBJECT_STARTS = frozenset(
-    "the a an this that these those each every all some any both either neither our its their his her my your "
-    "it they we he she i you there here one many most several few such".split()
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "each",
+        "every",
+        "all",
+        "some",
+        "any",
+        "both",
+        "either",
+        "neither",
+        "our",
+        "its",
+        "their",
+        "his",
+        "her",
+        "my",
+        "your",
+        "it",
+        "they",
+        "we",
+        "he",
+        "she",
+        "i",
+        "you",
+        "there",
+        "here",
+        "one",
+        "many",
+        "most",
+        "several",
+        "few",
+        "such",
+    ]
 )
 
 # Common finite verbs: "Reviewers are volunteers", "The team wrote ...".
 _FINITE = frozenset(
-    "is are was were has have had does do did became becomes began begins wrote writes revised revises "
-    "came comes went goes met meets took takes made makes gave gives grew grows started starts includes "
-    "included contains contained consists consisted describes described explains explained covers covered "
-    "lists listed shows showed".split()
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "does",
+        "do",
+        "did",
+        "became",
+        "becomes",
+        "began",
+        "begins",
+        "wrote",
+        "writes",
+        "revised",
+        "revises",
+        "came",
+        "comes",
+        "went",
+        "goes",
+        "met",
+        "meets",
+        "took",
+        "takes",
+        "made",
+        "makes",
+        "gave",
+        "gives",
+        "grew",
+        "grows",
+        "started",
+        "starts",
+        "includes",
+        "included",
+        "contains",
+        "contained",
+        "consists",
+        "consisted",
+        "describes",
+        "described",
+        "explains",
+        "explained",
+        "covers",
+        "covered",
+        "lists",
+        "listed",
+        "shows",
+        "showed",
+    ]
 )
 
 _WORD = re.compile(r"[A-Za-z][\w'-]*|\d[\d.,]*")

@@ -193,7 +193,7 @@ def test_match_exits_3_with_a_summary_when_judgments_failed(
 def test_extract_names_the_task_input_in_every_phase_and_batches_as_asked(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from langchain_tag.testing import fake_extraction_reply, prompt_text
+    from langchain_tag.testing import fake_extraction_reply
 
     prompts: list[str] = []
 
