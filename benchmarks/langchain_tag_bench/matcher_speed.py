@@ -395,10 +395,12 @@ def run_methods(
     from langchain_classic.retrievers.document_compressors import LLMChainFilter
 
     prompt = JUDGE_PROMPTS["applicability"]
-    tag_judge = PairwiseJudge(judge, prompt, max_concurrency=8)  # as ApplicabilityRetriever ships it
+    # As ApplicabilityRetriever ships it, but scoring raw P(YES): a calibration's reference judgments (8 per rule
+    # for the shipped default) are a one-off per rule set, and would land in the first input's time.
+    tag_judge = PairwiseJudge(judge, prompt, max_concurrency=8, calibration=None)
     chain_filter = LLMChainFilter.from_llm(chat)
     documents = rule_documents(rules)
-    fewshot = PairwiseJudge(judge, JUDGE_PROMPTS["applicability-fewshot"], max_concurrency=8)
+    fewshot = PairwiseJudge(judge, JUDGE_PROMPTS["applicability-fewshot"], max_concurrency=8, calibration=None)
     costs = {name: MethodCost(name) for name in ("tag", "tag_fewshot", "llm_chain_filter", "naive", "limit")}
     remote: list[dict[str, float]] = []
     for number, (key, text, gold) in enumerate(items):
@@ -540,7 +542,7 @@ def scaling(
     ms: Sequence[int],
     lengths: Sequence[int],
 ) -> None:
-    tag_judge = PairwiseJudge(judge, "applicability", max_concurrency=8)
+    tag_judge = PairwiseJudge(judge, "applicability", max_concurrency=8, calibration=None)
     print(
         "\n| rules M | input tokens | (a) s | (a) s / judgment | (d) s | (a)/(d) | tokens evaluated (a) | needed (d) |"
     )
