@@ -96,6 +96,7 @@ def make_retriever(
     threshold: float | None = None,
     max_concurrency: int = 8,
     strict: bool = False,
+    reference_inputs: Sequence[str] | None = None,
 ) -> tuple[BaseRetriever | None, UnitKind]:
     """The retriever of one mode and the kind of unit it returns: the single place modes are built.
 
@@ -113,6 +114,8 @@ def make_retriever(
         max_concurrency: Most judgments in flight.
         strict: Judged modes raise :class:`~langchain_tag.errors.JudgmentsFailedError`
             when a judgment failed, instead of counting it as NO.
+        reference_inputs: The ``tag`` mode's sample of your own unlabelled
+            inputs (see :class:`ApplicabilityRetriever`).
 
     Returns:
         ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and
@@ -133,6 +136,7 @@ def make_retriever(
         kwargs: dict[str, Any] = {"threshold": threshold, "max_concurrency": max_concurrency, "strict": strict}
         if mode == "tag":
             kwargs["predicate"] = predicate
+            kwargs["reference_inputs"] = reference_inputs
         return cls(llm=judge_llm, rules=list(rules), **kwargs), "rules"
     if mode == "all_rules":
         return AllRulesRetriever(rules=list(rules)), "rules"
@@ -173,6 +177,7 @@ class _Pipeline:
         retriever: BaseRetriever | None = None,
         unit_kind: UnitKind = "rules",
         strict: bool = False,
+        reference_inputs: Sequence[str] | None = None,
     ) -> None:
         self.llm = llm
         self.judge_llm = judge_llm or llm
@@ -188,6 +193,7 @@ class _Pipeline:
         self.retriever = retriever
         self.unit_kind = unit_kind
         self.strict = strict
+        self.reference_inputs = reference_inputs
         self.executor = executor_chain(llm, domain=domain)
         self._similarity: Any = None
         self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
@@ -234,6 +240,7 @@ class _Pipeline:
             threshold=self.threshold,
             max_concurrency=self.max_concurrency,
             strict=self.strict,
+            reference_inputs=self.reference_inputs,
         )
         if own:
             self._built[mode] = built
@@ -285,6 +292,7 @@ def build_tag_graph(
     retriever: BaseRetriever | None = None,
     unit_kind: UnitKind = "rules",
     strict: bool = False,
+    reference_inputs: Sequence[str] | None = None,
 ) -> CompiledStateGraph:
     """Compile the extract -> retrieve -> execute graph.
 
@@ -314,6 +322,9 @@ def build_tag_graph(
             :class:`~langchain_tag.errors.JudgmentsFailedError` when a
             judgment failed (the graph run fails) instead of counting it as
             NO; does not apply to a ``retriever`` you pass (set it there).
+        reference_inputs: A sample of your own unlabelled inputs for the
+            ``tag`` mode's calibration (see :class:`ApplicabilityRetriever`);
+            does not apply to a ``retriever`` you pass (set it there).
 
     Returns:
         A compiled graph; ``graph.invoke({"input": ...})`` returns the state with
@@ -338,6 +349,7 @@ def build_tag_graph(
         retriever=retriever,
         unit_kind=unit_kind,
         strict=strict,
+        reference_inputs=reference_inputs,
     )
     graph = StateGraph(TagState)
     graph.add_node("retrieve", RunnableLambda(pipeline.retrieve, afunc=pipeline.aretrieve, name="retrieve"))

@@ -208,3 +208,21 @@ def test_rule_objects_work_in_every_mode(rules: list[Rule], mode: Any) -> None:
     out = graph.invoke({"input": "a function has a list as a default argument value"})
     assert out["retrieved"] and all(isinstance(d, Document) for d in out["retrieved"])
     assert all(d.metadata["rule_id"] == "R-004" for d in out["retrieved"]) or mode == "all_rules"
+
+
+def test_reference_inputs_reach_the_tag_modes_judge(monkeypatch: pytest.MonkeyPatch, rules: list[Rule]) -> None:
+    from langchain_tag import calibration as module
+    from langchain_tag.prompts import JUDGE_PROMPTS
+
+    version = JUDGE_PROMPTS["applicability"].version
+    domain = {"method": "threshold", "standardise": True, "threshold": 0.6, "prompt_version": version}
+    monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "fakechatmodel", domain)
+    sample = ["a = 1", "b = 2", "c = 3", "d = 4"]
+    judge = fake_judge({"R-003"}, with_logprobs=True)  # says YES to R-003 whatever the input
+    graph = build_tag_graph(_executor(), judge_llm=judge, rules=rules, reference_inputs=sample)
+    assert graph.invoke({"input": "q"})["retrieved"] == []  # R-003 is as likely on the sample: nothing stands out
+    assert judge.calls == len(rules) * (len(sample) + 1)
+    plain = build_tag_graph(_executor(), judge_llm=fake_judge({"R-003"}, with_logprobs=True), rules=rules)
+    assert [d.id for d in plain.invoke({"input": "q"})["retrieved"]] == ["R-003"]
+    retriever, _ = make_retriever("tag", rules=rules, judge_llm=judge, reference_inputs=sample)
+    assert retriever.judge.calibration.reference_inputs == tuple(sample)  # type: ignore[union-attr]
