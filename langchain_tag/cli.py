@@ -119,6 +119,20 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verdict_cache(args: argparse.Namespace) -> Any:
+    """The judge's verdict cache: ``--verdicts FILE`` (default: ``verdicts.sqlite`` in the cache directory).
+
+    Kept across runs, so a calibration's reference judgments and any pair
+    judged before cost no call; ``--no-cache`` keeps verdicts for this run only.
+    """
+    from langchain_tag.local.weights import default_cache_dir
+    from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+
+    if args.no_cache:
+        return InMemoryVerdictCache()
+    return SQLiteVerdictCache(Path(args.verdicts) if args.verdicts else default_cache_dir() / "verdicts.sqlite")
+
+
 def _cmd_match(args: argparse.Namespace) -> int:
     from langchain_tag.calibration import Calibration, load_reference_inputs
     from langchain_tag.local.models import ModelConfig, get_chat_model
@@ -135,6 +149,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
         calibration=None if args.raw else (Calibration.load(args.calibration) if args.calibration else "default"),
         reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
         max_concurrency=args.max_concurrency,
+        cache=_verdict_cache(args),
     )
     result = retriever.match(_read_input(args.input))
     by_id = {r.rule_id: r for r in rules}
@@ -174,16 +189,32 @@ def _cmd_match(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from langchain_tag.calibration import load_reference_inputs
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.loaders import load_document
     from langchain_tag.local.models import get_chat_model, get_embeddings
+    from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
 
     rules = rules_to_documents(load_rules(args.rules))
     sources = [load_document(p) for p in args.source or []]
+    judge = get_chat_model(role="judge")
+    retriever = None
+    if args.mode == "tag":
+        # The tag mode's retriever with a verdict cache kept across runs (and the user's reference sample).
+        retriever = ApplicabilityRetriever(
+            llm=judge,
+            rules=rules,
+            reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
+            max_concurrency=args.max_concurrency,
+            cache=_verdict_cache(args),
+        )
+    elif args.reference_inputs:
+        raise ValueError("--reference-inputs applies to --mode tag only")
     graph = build_tag_graph(
         get_chat_model(role="executor"),
-        judge_llm=get_chat_model(role="judge"),
+        judge_llm=judge,
+        retriever=retriever,
         rules=rules,
         documents=sources,
         mode=args.mode,
@@ -233,6 +264,15 @@ class _Parser(argparse.ArgumentParser):
     @override
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _add_cache_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--verdicts",
+        metavar="FILE",
+        help="SQLite verdict cache kept across runs (default: verdicts.sqlite in the cache directory)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="keep verdicts for this run only")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -310,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
         "score each rule against what it sees on them (the model family's domain-reference default)",
     )
     p.add_argument("--k", type=_non_negative_int, help="return at most k rules, highest P(YES) first")
+    _add_cache_options(p)
     p.add_argument("--max-concurrency", type=_positive_int, default=4)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_match)
@@ -321,6 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", nargs="*", help="source documents for the similarity mode's chunks")
     p.add_argument("--domain", choices=sorted(EXECUTOR_PROMPTS), default="generic")
     p.add_argument("--k", type=_positive_int, default=10, help="top-k of the similarity mode")
+    p.add_argument(
+        "--reference-inputs",
+        metavar="FILE",
+        help="tag mode: JSONL sample of your own unlabelled inputs for the calibration (as in match)",
+    )
+    _add_cache_options(p)
     p.add_argument("--max-concurrency", type=_positive_int, default=4)
     p.add_argument("--json", action="store_true", help="print JSON: mode, what the executor was given, its output")
     p.set_defaults(func=_cmd_run)

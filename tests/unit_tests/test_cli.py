@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +65,31 @@ def test_match_with_fake_model(
     assert json.loads(capsys.readouterr().out) == []  # 0.9 is below the calibrated line
     assert main(["match", "x", "--rules", str(path), "--json", "--calibration", str(calibration), "--raw"]) == 0
     assert [m["rule_id"] for m in json.loads(capsys.readouterr().out)] == ["R-003"]
+
+
+def test_match_keeps_verdicts_across_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    import langchain_tag.local.models as models
+    from langchain_tag.testing import fake_judge
+
+    judges: list = []
+
+    def get_chat_model(**kw: Any) -> Any:
+        judges.append(fake_judge({"R-003"}, with_logprobs=True))
+        return judges[-1]
+
+    monkeypatch.setattr(models, "get_chat_model", get_chat_model)
+    monkeypatch.setenv("LANGCHAIN_TAG_CACHE_DIR", str(tmp_path / "cache"))
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    argv = ["match", "def f():\n\treturn 1", "--rules", str(path), "--json"]
+    assert main(argv) == 0 and main(argv) == 0
+    assert [j.calls for j in judges] == [len(rules), 0]  # the second run read every verdict from the cache
+    assert (tmp_path / "cache" / "verdicts.sqlite").is_file()  # the default place: the cache directory
+    assert main([*argv, "--no-cache"]) == 0 and judges[-1].calls == len(rules)
+    assert main([*argv, "--verdicts", str(tmp_path / "v.sqlite")]) == 0 and judges[-1].calls == len(rules)
+    outputs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(outputs) == 4 and all(o == outputs[0] for o in outputs)
 
 
 def test_match_with_reference_inputs_scores_rules_against_the_sample(
@@ -276,6 +302,30 @@ def test_run_json_and_debug_after_the_subcommand(
     assert isinstance(payload["output"], str)
     with pytest.raises(FileNotFoundError):
         main(["match", "x", "--rules", str(tmp_path / "missing.jsonl"), "--debug"])
+
+
+def test_run_keeps_the_tag_modes_verdicts_and_refuses_a_sample_for_other_modes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import fake_judge
+
+    made: list = []
+
+    def get_chat_model(**kw: Any) -> Any:
+        made.append(fake_judge({"R-003"}))
+        return made[-1]
+
+    monkeypatch.setattr(models, "get_chat_model", get_chat_model)
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    argv = ["run", "x", "--rules", str(path), "--json", "--verdicts", str(tmp_path / "v.sqlite")]
+    assert main(argv) == 0 and main(argv) == 0
+    judged = [m.calls for m in made if any("RULE:" in p for p in m.prompts)]
+    assert judged == [len(rules)]  # the second run's judge made no call: every verdict came from the file
+    capsys.readouterr()
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text("".join(json.dumps(f"x = {i}") + "\n" for i in range(4)))
+    assert main(["run", "x", "--rules", str(path), "--mode", "all_rules", "--reference-inputs", str(sample)]) == 1
+    assert "--reference-inputs applies to --mode tag only" in capsys.readouterr().err
 
 
 def test_an_invalid_option_value_is_one_line_without_validation_noise(
