@@ -280,13 +280,12 @@ class PairwiseJudge:
         strict: bool = False,
         reference_inputs: Sequence[str] | None = None,
     ) -> None:
-        if reference_inputs is not None:
-            if calibration != "default":
-                raise ValueError(
-                    "reference_inputs= selects the shipped domain-reference calibration, so it needs "
-                    'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
-                )
-            reference_inputs = check_reference_inputs(reference_inputs)
+        if reference_inputs is not None and calibration != "default":
+            raise ValueError(
+                "reference_inputs= selects the shipped domain-reference calibration, so it needs "
+                'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
+            )
+        sample = check_reference_inputs(reference_inputs) if reference_inputs is not None else None
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
         if max_concurrency < 1:
@@ -308,7 +307,7 @@ class PairwiseJudge:
         self.strict = strict
         self._model: str | None = None
         self._calibration = calibration
-        self.reference_inputs: tuple[str, ...] | None = reference_inputs  # type: ignore[assignment]
+        self.reference_inputs: tuple[str, ...] | None = sample
         self._references: dict[str, float] = {}
 
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
@@ -387,6 +386,13 @@ class PairwiseJudge:
         """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
         if self._calibration == "default":
             self._calibration = default_calibration(self.model_identity, self.prompt.version, self.reference_inputs)
+            if self._calibration is None and self.reference_inputs:
+                logger.warning(
+                    "no domain-reference calibration is shipped for %s with prompt %s: reference_inputs are not "
+                    "used and raw P(YES) is thresholded; fit a calibration with retriever.calibrate(...)",
+                    self.model_identity,
+                    self.prompt.version,
+                )
         return self._calibration if isinstance(self._calibration, Calibration) else None
 
     @calibration.setter

@@ -282,3 +282,12 @@ def test_the_local_model_has_a_domain_reference_default_for_the_default_prompt()
     assert shipped is not None and shipped.standardise and shipped.threshold is not None
     assert shipped.score(0.3, reference=logit(0.3), spread=1.0) < shipped.threshold  # at its usual level: no match
     assert shipped.score(0.3, reference=logit(0.1), spread=0.4) > shipped.threshold  # far above it: a match
+
+
+def test_a_sample_without_a_shipped_domain_default_is_said_not_silently_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, reference_inputs=SAMPLE)
+    with caplog.at_level("WARNING", logger="langchain_tag.matcher"):
+        assert retriever.judge.calibration is None  # the fake model has no shipped calibration of either kind
+    assert "no domain-reference calibration is shipped for FakeChatModel" in caplog.text
