@@ -322,7 +322,8 @@ def _find_loose(text: str, needle: str) -> tuple[int, int] | None:
     words = needle.split()
     if not words:
         return None
-    flat, positions = [], []
+    flat: list[str] = []
+    positions: list[int] = []
     for index, char in enumerate(text):
         if char.isspace():
             if flat and flat[-1] != " ":
@@ -942,9 +943,9 @@ def run_quality(
         rule_list = load_rules(rules) if isinstance(rules, (str, Path)) else list(rules)
         rules_from = f"rule file {rules}" if isinstance(rules, (str, Path)) else "rules given"
     elif extractor is not None:
-        store = Path(cache_dir) / "extraction-store.sqlite" if cache_dir is not None else None
-        rule_list = _extract(quality_set, extractor, store, max_concurrency)
-        rules_from = "extracted" + (f" (finished calls kept in {store})" if store else "")
+        store_path = Path(cache_dir) / "extraction-store.sqlite" if cache_dir is not None else None
+        rule_list = _extract(quality_set, extractor, store_path, max_concurrency)
+        rules_from = "extracted" + (f" (finished calls kept in {store_path})" if store_path else "")
     else:
         raise ValueError("pass rules= (or --rules FILE) or an extractor")
     if not rule_list:

@@ -11,6 +11,7 @@ by construction; a reply that does not label every sentence is a failed call
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,7 +101,7 @@ def span_calls(
             domain=domain, title=section.title, sentences=[text[a:b] for a, b in sentences], task_input=task_input
         )
         count = len(sentences)
-        calls.append(Call(1, section.section_id, messages, lambda reply, count=count: parse_labels(reply, count=count)))
+        calls.append(Call(1, section.section_id, messages, functools.partial(parse_labels, count=count)))
     return calls
 
 

@@ -305,8 +305,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
                     )
                 located.append(spans_from_labels(section, found, labels, notes=notes) if labels is not None else [])
         spans: list[Span] = []
-        for section, found in zip(sections, located, strict=True):
-            for start, end, kind, summary in found:
+        for section, section_spans in zip(sections, located, strict=True):
+            for start, end, kind, summary in section_spans:
                 text = texts[section.document_id][start:end]
                 spans.append(
                     Span(
