@@ -24,6 +24,7 @@ from langchain_tag.calibration import Calibration, fit_calibration, sigmoid
 from langchain_tag.rules import load_rules
 from langchain_tag_bench.quality import (
     RECORDS_FILE,
+    best_threshold,
     load_quality_set,
     rule_statements,
     score_pairs,
@@ -137,12 +138,10 @@ def fit_pooled(runs: Sequence[RunData]) -> tuple[Calibration, float, float]:
         xs += x
         ys += y
     platt = fit_calibration(xs, ys, method="platt")
-    cuts = sorted({sigmoid(platt.slope * x + platt.intercept) for x in xs})
-    best_f1, best = -1.0, 0.5
-    for i, cut in enumerate(cuts):
-        f1 = statistics.mean(run.scores(platt, cut, "dev")[2] for run in runs)
-        if f1 > best_f1 + 1e-9:
-            best_f1, best = f1, (cut + cuts[i - 1]) / 2 if i else cut
+    best, best_f1 = best_threshold(
+        (sigmoid(platt.slope * x + platt.intercept) for x in xs),
+        lambda cut: statistics.mean(run.scores(platt, cut, "dev")[2] for run in runs),
+    )
     return platt, best, best_f1
 
 

@@ -655,13 +655,8 @@ class QualityRun:
                 found[case_id] = set().union(*(self.rule_map.get(u, set()) for u in units))
             return found
 
-        candidates = sorted({_fitted_score(platt, j) for cid in gold for j in records[cid]["judgments"]})  # type: ignore[index]
-        best_f1, best = -1.0, 0.5
-        for i, cut in enumerate(candidates):
-            f1 = score_pairs(predicted(cut), gold)[2]
-            if f1 > best_f1 + 1e-9:
-                # The decision line goes midway into the gap below the best cut, not onto a dev score.
-                best_f1, best = f1, (cut + candidates[i - 1]) / 2 if i else cut
+        candidates = {_fitted_score(platt, j) for cid in gold for j in records[cid]["judgments"]}  # type: ignore[index]
+        best, best_f1 = best_threshold(candidates, lambda cut: score_pairs(predicted(cut), gold)[2])
         fitted = Calibration(
             method="platt",
             slope=round(platt.slope, 4),
@@ -772,6 +767,21 @@ class QualityRun:
             covered=covered,
             correct_polarity=polarity,
         )
+
+
+def best_threshold(scores: Iterable[float], f1_at: Callable[[float], float]) -> tuple[float, float]:
+    """The decision threshold with the best F1 over the candidate cuts ``scores``, and that F1.
+
+    Each distinct score is tried as a cut (matched: score >= cut); the first best wins, scanning upwards. The
+    threshold goes midway into the gap below the best cut, not onto a development score.
+    """
+    cuts = sorted(set(scores))
+    best_f1, best = -1.0, 0.5
+    for i, cut in enumerate(cuts):
+        f1 = f1_at(cut)
+        if f1 > best_f1 + 1e-9:
+            best_f1, best = f1, (cut + cuts[i - 1]) / 2 if i else cut
+    return best, best_f1
 
 
 def _fitted_score(calibration: Calibration, judgment: Mapping[str, Any]) -> float:
