@@ -13,7 +13,13 @@ calibrated score in two steps, both optional:
    typical inputs work too. These reference judgments are ordinary
    judgments: they go through the verdict cache, so each costs one call per
    rule, model and prompt version, once.
-2. **Global** (``method``): ``"identity"``; ``"threshold"`` (a shift of the
+2. **Per input, label-free** (``centre_per_input``): from each feature of an
+   input, the median feature over all the rules judged for that input is
+   subtracted, so a rule matches when it stands out among the rules for
+   *that* input. Long or busy inputs raise a small judge's P(YES) for many
+   rules at once; this step removes that shared lift. It needs no extra
+   calls, only a judgment of every rule (at least ``min_centred_rules``).
+3. **Global** (``method``): ``"identity"``; ``"threshold"`` (a shift of the
    log-odds that moves a chosen cut-off to 0.5); ``"platt"`` (a logistic fit
    of the labels on the log-odds); or ``"isotonic"`` (a monotone step fit),
    each fitted by :func:`fit_calibration` from labelled pairs.
@@ -37,6 +43,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -105,6 +112,11 @@ class Calibration:
             so a rule matches when an input stands out for that rule; use it
             with several typical reference inputs.
         min_spread: Floor of the spread, in log-odds.
+        centre_per_input: Also subtract, for each input, the median feature
+            over all the rules judged for it (:meth:`input_centre`), so a
+            rule matches when it stands out among the rules for that input.
+        min_centred_rules: The fewest judged rules the per-input step needs;
+            with fewer, an input's features are not centred.
         threshold: The decision threshold on the calibrated score that was
             chosen with the calibration (for example for the best F1 on
             development data); a retriever without its own ``threshold``
@@ -122,6 +134,8 @@ class Calibration:
     reference_inputs: tuple[str, ...] = ()
     standardise: bool = False
     min_spread: float = 0.25
+    centre_per_input: bool = False
+    min_centred_rules: int = 5
     threshold: float | None = None
     model: str | None = None
     prompt_version: str | None = None
@@ -143,6 +157,8 @@ class Calibration:
             raise CalibrationError("standardising needs at least two reference inputs")
         if self.min_spread <= 0:
             raise CalibrationError("min_spread must be positive")
+        if self.min_centred_rules < 2:
+            raise CalibrationError("min_centred_rules must be at least 2")
         if self.method == "isotonic" and not self.points:
             raise CalibrationError("an isotonic calibration needs points")
         object.__setattr__(self, "points", tuple((float(x), float(y)) for x, y in self.points))
@@ -163,7 +179,23 @@ class Calibration:
             x /= max(spread, self.min_spread)
         return x
 
-    def score(self, probability: float, reference: float | None = None, spread: float | None = None) -> float:
+    def input_centre(self, features: Sequence[float]) -> float:
+        """What the per-input step subtracts from each of one input's features.
+
+        Args:
+            features: The :meth:`feature` of every rule judged for the input.
+
+        Returns:
+            Their median with ``centre_per_input`` and at least
+            ``min_centred_rules`` of them, else 0.
+        """
+        if not self.centre_per_input or len(features) < self.min_centred_rules:
+            return 0.0
+        return float(statistics.median(features))
+
+    def score(
+        self, probability: float, reference: float | None = None, spread: float | None = None, *, centre: float = 0.0
+    ) -> float:
         """The calibrated score of a raw P(YES).
 
         Args:
@@ -172,8 +204,12 @@ class Calibration:
                 (ignored when the calibration has none).
             spread: The standard deviation of those log-odds (used when
                 ``standardise`` is set).
+            centre: The input's :meth:`input_centre` (0 without the per-input step).
         """
-        x = self.feature(probability, reference if self.uses_reference else None, spread)
+        return self.map_feature(self.feature(probability, reference if self.uses_reference else None, spread) - centre)
+
+    def map_feature(self, x: float) -> float:
+        """The global step alone: the calibrated score of a (centred) feature."""
         if self.method == "identity":
             return sigmoid(x)
         if self.method == "isotonic":
@@ -235,6 +271,7 @@ def fit_calibration(
     method: Method = "platt",
     reference_inputs: Sequence[str] = (),
     standardise: bool = False,
+    centre_per_input: bool = False,
     threshold: float | None = None,
     model: str | None = None,
     prompt_version: str | None = None,
@@ -253,6 +290,8 @@ def fit_calibration(
         reference_inputs: Recorded on the result: the features were computed
             with these reference inputs.
         standardise: Recorded on the result: the features were standardised.
+        centre_per_input: Recorded on the result: each input's features were
+            centred on their median (:meth:`Calibration.input_centre`).
         threshold: Recorded on the result: the decision threshold to use.
         model: Recorded on the result.
         prompt_version: Recorded on the result.
@@ -272,6 +311,7 @@ def fit_calibration(
     common: dict[str, Any] = {
         "reference_inputs": tuple(reference_inputs),
         "standardise": standardise,
+        "centre_per_input": centre_per_input,
         "threshold": threshold,
         "model": model,
         "prompt_version": prompt_version,
@@ -404,19 +444,22 @@ particular rule set, and are judged once per rule (through the verdict cache).
 """
 
 DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
-    # Fitted on the development split of the benchmark's demo-policy set (26 labelled snippets x 10 rules
-    # extracted by the same model with extraction prompts v11): each rule's mean log-odds over TYPICAL_INPUTS
-    # subtracted, Platt, and the threshold with the best development F1. `langchain-tag bench quality`
-    # results in benchmarks/README.md.
+    # Fitted on the pooled development splits of the benchmark's demo (26), ruff (40) and pep8 (16) quality sets,
+    # rules extracted by the same model: each rule's mean log-odds over TYPICAL_INPUTS subtracted, then each
+    # input's median over its rules, Platt, and the threshold with the best mean development F1 over the sets:
+    # `langchain-tag bench fit-default --runs demo=runs/q-demo-v12,ruff=runs/q-ruff-v12-l40,pep8=runs/q-pep8-v12-l16
+    # --row tag-fitted --centre-inputs`. Results in benchmarks/README.md.
     "qwen2.5-coder-1.5b": Calibration(
         method="platt",
-        slope=5.64,
-        intercept=-3.91,
+        slope=5.06,
+        intercept=-3.63,
         reference_inputs=TYPICAL_INPUTS,
-        threshold=0.145,
+        centre_per_input=True,
+        threshold=0.176,
         model="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         prompt_version="judge-applicability-v5",
-        note="Qwen2.5-Coder-1.5B default: per-rule reference over typical inputs, Platt fit on development data",
+        note="Qwen2.5-Coder-1.5B default: per-rule reference over typical inputs and per-input median, "
+        "Platt fit on development data",
     ),
 }
 """Shipped defaults per judge model family, keyed by a lower-case fragment of the model identity."""

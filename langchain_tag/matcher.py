@@ -50,6 +50,7 @@ __all__ = [
     "context_tokens_from_env",
     "estimate_tokens",
     "resolve_judge_prompt",
+    "scored_pairs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -196,6 +197,12 @@ def _usable(hit: CachedVerdict) -> bool:
     """Whether a cached verdict can be served: a probability, if stored, is a number within [0, 1]."""
     p = hit.probability
     return p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0.0 <= p <= 1.0)
+
+
+def scored_pairs(rules: Sequence[Rule], result: MatchResult) -> list[tuple[Rule, Judgment]]:
+    """The ``(rule, judgment)`` pairs of a result whose judgment gave a probability without error."""
+    pairs = zip(rules, result.judgments, strict=True)
+    return [(r, j) for r, j in pairs if j.probability is not None and j.error is None]
 
 
 def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
@@ -471,15 +478,30 @@ class PairwiseJudge:
     def _calibrate(self, result: MatchResult, rules: Sequence[Rule]) -> MatchResult:
         """Score each judgment and decide it against the threshold."""
         calibration = self.calibration
-        for rule, judgment in zip(rules, result.judgments, strict=True):
-            if judgment.probability is None or judgment.error is not None:
-                continue
-            if calibration is None:
+        judged = scored_pairs(rules, result)
+        if calibration is None:
+            for _, judgment in judged:
                 judgment.score = judgment.probability
-            else:
-                judgment.score = calibration.score(judgment.probability, *self.reference_log_odds(rule))
-            judgment.applies = judgment.score >= self.decision_threshold
+        else:
+            features = self.features(judged)
+            centre = calibration.input_centre(features)
+            for (_, judgment), x in zip(judged, features, strict=True):
+                judgment.score = calibration.map_feature(x - centre)
+        for _, judgment in judged:
+            judgment.applies = judgment.score is not None and judgment.score >= self.decision_threshold
         return result
+
+    def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
+        """The calibration's per-pair features of one input's judged rules, before the per-input step.
+
+        Args:
+            judged: ``(rule, judgment)`` pairs whose judgment has a probability.
+        """
+        calibration = self.calibration or Calibration()
+        return [
+            calibration.feature(j.probability, *self.reference_log_odds(r))  # type: ignore[arg-type]
+            for r, j in judged
+        ]
 
     def _start(self, query: str, rules: Sequence[Rule]) -> tuple[list[Judgment], list[int], list[str | None]]:
         """Fresh judgments, cached ones filled in; the indices still to judge; each pair's cache key."""

@@ -27,7 +27,7 @@ from typing_extensions import Self, override
 from langchain_tag.calibration import Calibration, CalibrationError, fit_calibration
 from langchain_tag.calibration import Method as CalibrationMethod
 from langchain_tag.errors import JudgmentsFailedError
-from langchain_tag.matcher import ChatRunnable, MatchResult, PairwiseJudge
+from langchain_tag.matcher import ChatRunnable, MatchResult, PairwiseJudge, scored_pairs
 from langchain_tag.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.verdict_cache import InMemoryVerdictCache, VerdictCache
@@ -297,6 +297,7 @@ class ApplicabilityRetriever(BaseRetriever):
         method: CalibrationMethod = "platt",
         reference_inputs: Sequence[str] = (),
         standardise: bool = False,
+        centre_per_input: bool = False,
     ) -> Calibration:
         """Fit a calibration from a few labelled inputs and use it from now on.
 
@@ -311,11 +312,13 @@ class ApplicabilityRetriever(BaseRetriever):
             reference_inputs: Inputs for the per-rule step (see
                 :mod:`langchain_tag.calibration`); empty for none.
             standardise: Divide by the spread over the reference inputs too.
+            centre_per_input: Centre each input's features on their median
+                over the rules (:meth:`Calibration.input_centre`).
 
         Raises:
             CalibrationError: On an unknown rule id, no logprobs, or labels of one kind only.
         """
-        probe, features, labels = self._start_calibration(reference_inputs, standardise)
+        probe, features, labels = self._start_calibration(reference_inputs, standardise, centre_per_input)
         try:
             for query, holds in examples:
                 rules = self._candidates(query)
@@ -332,9 +335,10 @@ class ApplicabilityRetriever(BaseRetriever):
         method: CalibrationMethod = "platt",
         reference_inputs: Sequence[str] = (),
         standardise: bool = False,
+        centre_per_input: bool = False,
     ) -> Calibration:
         """Async twin of :meth:`calibrate`."""
-        probe, features, labels = self._start_calibration(reference_inputs, standardise)
+        probe, features, labels = self._start_calibration(reference_inputs, standardise, centre_per_input)
         try:
             for query, holds in examples:
                 rules = await self._acandidates(query)
@@ -345,9 +349,14 @@ class ApplicabilityRetriever(BaseRetriever):
         return self._finish_calibration(features, labels, method, probe)
 
     def _start_calibration(
-        self, reference_inputs: Sequence[str], standardise: bool
+        self, reference_inputs: Sequence[str], standardise: bool, centre_per_input: bool
     ) -> tuple[Calibration, list[float], list[bool]]:
-        probe = Calibration(method="identity", reference_inputs=tuple(reference_inputs), standardise=standardise)
+        probe = Calibration(
+            method="identity",
+            reference_inputs=tuple(reference_inputs),
+            standardise=standardise,
+            centre_per_input=centre_per_input,
+        )
         self._judge.calibration = probe
         return probe, [], []
 
@@ -368,10 +377,11 @@ class ApplicabilityRetriever(BaseRetriever):
         features: list[float],
         labels: list[bool],
     ) -> None:
-        for rule, judgment in zip(rules, result.judgments, strict=True):
-            if judgment.probability is not None and judgment.error is None:
-                features.append(probe.feature(judgment.probability, *self._judge.reference_log_odds(rule)))
-                labels.append(rule.rule_id in holds)
+        judged = scored_pairs(rules, result)
+        row = self._judge.features(judged)
+        centre = probe.input_centre(row)
+        features.extend(x - centre for x in row)
+        labels.extend(rule.rule_id in holds for rule, _ in judged)
 
     def _finish_calibration(
         self, features: list[float], labels: list[bool], method: CalibrationMethod, probe: Calibration
@@ -384,6 +394,7 @@ class ApplicabilityRetriever(BaseRetriever):
             method=method,
             reference_inputs=probe.reference_inputs,
             standardise=probe.standardise,
+            centre_per_input=probe.centre_per_input,
             model=self._judge.model_identity,
             prompt_version=self._judge.prompt.version,
             note=f"fitted on {len(features)} labelled judgments ({sum(labels)} holding)",

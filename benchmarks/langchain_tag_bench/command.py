@@ -137,6 +137,11 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
         default="tag-domain",
         help="fit-default: whose recorded features to fit (tag-domain: dev-sample references; tag-fitted: typical)",
     )
+    p.add_argument(
+        "--centre-inputs",
+        action="store_true",
+        help="fit-default: centre each case's features on their median over the rules first (centre_per_input)",
+    )
     p.set_defaults(func=run_bench_command)
     return p
 
@@ -286,10 +291,11 @@ def run_fit_default_command(args: argparse.Namespace) -> int:
         return 2
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
     runs = {
-        name: load_run(name, path, args.row, cache_dir=cache_dir, pep8_path=args.pep8)
+        name: load_run(name, path, args.row, cache_dir=cache_dir, pep8_path=args.pep8, centre_inputs=args.centre_inputs)
         for name, path in parse_runs(args.runs).items()
     }
-    print(fit_report(runs, args.row).markdown())
+    label = f"{args.row}, centred per input" if args.centre_inputs else args.row
+    print(fit_report(runs, label).markdown())
     return 0
 
 

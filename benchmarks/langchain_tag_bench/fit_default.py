@@ -2,7 +2,8 @@
 
 ``langchain-tag bench fit-default --runs demo=runs/q-demo,ruff=runs/q-ruff,pep8=runs/q-pep8`` reads the
 recorded features of one judged row (``tag-domain``: each rule's log-odds centred and scaled on the run's
-reference sample; ``tag-fitted``: centred on the typical inputs) from each run's ``records.jsonl``, fits one
+reference sample; ``tag-fitted``: centred on the typical inputs; ``--centre-inputs`` then also centres each
+case's features on their median over the rules) from each run's ``records.jsonl``, fits one
 Platt map on every dev pair of every set, and picks the threshold with the best *mean* dev F1 over the sets, so
 a set with many pairs does not decide it alone. Test pairs are never read for the fit.
 
@@ -89,9 +90,24 @@ def parse_runs(text: str) -> dict[str, Path]:
 
 
 def load_run(
-    name: str, directory: Path, method: str, *, cache_dir: str | Path | None = None, pep8_path: str | Path | None = None
+    name: str,
+    directory: Path,
+    method: str,
+    *,
+    cache_dir: str | Path | None = None,
+    pep8_path: str | Path | None = None,
+    centre_inputs: bool = False,
 ) -> RunData:
     """Read one run's features of ``method`` (records without features are skipped).
+
+    Args:
+        name: The quality set's name.
+        directory: The run directory (``records.jsonl`` and ``rules.jsonl``).
+        method: The recorded row whose features to read.
+        cache_dir: Where the quality set's derived cases are cached.
+        pep8_path: The PEP 8 text, for the ``pep8`` set.
+        centre_inputs: Centre each case's features on their median over all of
+            its judged rules, as a calibration with ``centre_per_input`` does.
 
     Raises:
         ValueError: When the run has no ``method`` record with features.
@@ -101,6 +117,7 @@ def load_run(
     rule_map = rule_statements(rules, statement_spans(quality_set), quality_set.policy_text)
     cases = {str(c["id"]): c for c in quality_set.cases}
     features: dict[str, list[tuple[str, float]]] = {}
+    centring = Calibration(centre_per_input=centre_inputs)
     with (directory / RECORDS_FILE).open(encoding="utf-8") as fh:
         for line in fh:
             record: dict[str, Any] = json.loads(line)
@@ -108,7 +125,8 @@ def load_run(
                 continue
             found = [(j["rule_id"], float(j["feature"])) for j in record["judgments"] if j.get("feature") is not None]
             if found:
-                features[record["key"]] = found  # a later record of the case replaces an earlier one
+                centre = centring.input_centre([x for _, x in found])
+                features[record["key"]] = [(r, x - centre) for r, x in found]  # a later record replaces an earlier one
     if not features:
         raise ValueError(f"{directory}: no {method!r} records with features (run bench quality --methods {method})")
     return RunData(

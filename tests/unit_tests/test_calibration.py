@@ -291,3 +291,70 @@ def test_a_sample_without_a_shipped_domain_default_is_said_not_silently_dropped(
     with caplog.at_level("WARNING", logger="langchain_tag.matcher"):
         assert retriever.judge.calibration is None  # the fake model has no shipped calibration of either kind
     assert "no domain-reference calibration is shipped for FakeChatModel" in caplog.text
+
+
+# ---------------------------------------------------------------- per-input centring
+SIX = [Rule(rule_id=f"S-{i}", rule_name=f"rule {i}", condition=f"c{i}", action=f"a{i}") for i in range(1, 7)]
+
+
+def _busy_judge() -> FakeChatModel:
+    """Every rule sits at 0.1; a BUSY input lifts every rule to 0.4; HOLDS-S-n adds 0.4 more for rule S-n."""
+
+    def respond(text: str) -> tuple[str, float]:
+        rule_id = judged_rule_id(text)
+        p = 0.4 if "BUSY" in text else 0.1
+        if f"HOLDS-{rule_id}" in text:
+            p += 0.4
+        return ("YES" if p >= 0.5 else "NO", p)
+
+    return FakeChatModel(respond=respond, with_logprobs=True)
+
+
+def test_input_centre_is_the_median_over_enough_rules() -> None:
+    centring = Calibration(centre_per_input=True, min_centred_rules=3)
+    assert centring.input_centre([1.0, -2.0, 5.0, 0.5]) == pytest.approx(0.75)
+    assert centring.input_centre([1.0, 2.0]) == 0.0  # too few rules to centre on
+    assert Calibration().input_centre([1.0, -2.0, 5.0, 0.5]) == 0.0  # the step is off by default
+    assert Calibration.from_dict(centring.to_dict()) == centring
+    with pytest.raises(CalibrationError, match="min_centred_rules"):
+        Calibration(centre_per_input=True, min_centred_rules=1)
+
+
+def test_centring_per_input_removes_a_lift_shared_by_every_rule() -> None:
+    flat = Calibration(method="threshold", intercept=-logit(0.3))
+    centred = Calibration(method="threshold", intercept=-1.0, centre_per_input=True)
+    plain = ApplicabilityRetriever(llm=_busy_judge(), rules=SIX, calibration=flat)
+    # A busy input lifts every rule over the flat line; only the one that holds stands out among them.
+    assert len(plain.invoke("BUSY HOLDS-S-2")) == 6
+    retriever = ApplicabilityRetriever(llm=_busy_judge(), rules=SIX, calibration=centred)
+    assert [d.metadata["rule_id"] for d in retriever.invoke("BUSY HOLDS-S-2")] == ["S-2"]
+    assert [d.metadata["rule_id"] for d in retriever.invoke("quiet HOLDS-S-5")] == ["S-5"]
+    assert retriever.invoke("BUSY and nothing holds") == []
+    judged = {j.rule_id: j for j in retriever.match("BUSY HOLDS-S-2").judgments}
+    centre = logit(0.4)  # the median over the six rules: five at 0.4, one at 0.8
+    assert judged["S-2"].score == pytest.approx(sigmoid(logit(0.8) - centre - 1.0))
+    assert judged["S-1"].probability == pytest.approx(0.4) and judged["S-1"].score == pytest.approx(sigmoid(-1.0))
+
+
+def test_too_few_rules_are_not_centred() -> None:
+    centred = Calibration(method="threshold", intercept=-1.0, centre_per_input=True, min_centred_rules=5)
+    retriever = ApplicabilityRetriever(llm=_busy_judge(), rules=SIX[:3], calibration=centred)
+    judged = retriever.match("BUSY HOLDS-S-1").judgments
+    assert [j.score for j in judged] == pytest.approx([centred.score(0.8), centred.score(0.4), centred.score(0.4)])
+
+
+def test_calibrate_can_fit_on_centred_features() -> None:
+    examples = [("BUSY HOLDS-S-1", ["S-1"]), ("quiet HOLDS-S-3", ["S-3"]), ("BUSY", []), ("quiet", [])]
+    retriever = ApplicabilityRetriever(llm=_busy_judge(), rules=SIX, calibration=None)
+    fitted = retriever.calibrate(examples, method="threshold", centre_per_input=True)
+    assert fitted.centre_per_input
+    # Centred, the holding pairs sit at one level whatever the input's lift, so one cut separates them.
+    assert [d.metadata["rule_id"] for d in retriever.invoke("BUSY HOLDS-S-4")] == ["S-4"]
+    assert [d.metadata["rule_id"] for d in retriever.invoke("quiet HOLDS-S-6")] == ["S-6"]
+
+
+def test_the_local_models_default_centres_per_input() -> None:
+    from langchain_tag.prompts import JUDGE_PROMPTS
+
+    shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", JUDGE_PROMPTS["applicability"].version)
+    assert shipped is not None and shipped.centre_per_input and shipped.reference_inputs

@@ -515,3 +515,20 @@ def test_tag_domain_uses_dev_inputs_as_references_and_fit_default_pools_runs(
     assert f"| {data} | 6 | 2 | 0.86 | 0.75 | 1.00 | 0.86 | - | - |" in report
     assert cli.main(["bench", "fit-default", "--runs", f"{data}={tmp_path / 'nowhere'}"]) == 1
     assert "no records.jsonl" in capsys.readouterr().err
+
+
+def test_fit_default_can_centre_each_cases_features_on_its_median(tmp_path: Path) -> None:
+    from langchain_tag_bench.fit_default import load_run
+
+    data = _write_set(tmp_path / "tiny")
+    extra = [_rule(f"R{i}", "Never call eval on user input.", condition=f"extra {i}") for i in range(5, 8)]
+    out = tmp_path / "run"
+    out.mkdir()
+    save_rules([*RULES, *extra], out / "rules.jsonl")
+    values = {"R1": 3.0, "R2": -1.0, "R3": 0.5, "R4": 0.0, "R5": 1.0, "R6": 2.0, "R7": -2.0}  # median 0.5
+    record = {"method": "tag-fitted", "key": "d1", "judgments": [{"rule_id": r, "feature": x} for r, x in values.items()]}
+    (out / "records.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    plain = dict(load_run(str(data), out, "tag-fitted").features["d1"])
+    centred = dict(load_run(str(data), out, "tag-fitted", centre_inputs=True).features["d1"])
+    assert plain == values
+    assert centred == {r: pytest.approx(x - 0.5) for r, x in values.items()}
