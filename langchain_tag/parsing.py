@@ -21,6 +21,7 @@ from langchain_tag.errors import ParseError
 __all__ = [
     "ParseError",
     "Verdict",
+    "json_shape",
     "local_ids",
     "message_text",
     "parse_json_items",

@@ -26,6 +26,7 @@ __all__ = [
     "EXECUTOR_PROMPTS",
     "EXTRACTION_PROMPT_VERSION",
     "JUDGE_PROMPTS",
+    "PHASE_PROMPT_VERSIONS",
     "SPAN_LABELS",
     "ExecutorPrompt",
     "JudgePrompt",
@@ -44,7 +45,11 @@ VerdictFormat = Literal["token", "json"]
 # v11: phase 3 names the violating element as a noun phrase; the condition is "the input contains ...".
 # v12: replies on one line with short keys; phase 2 names a span kept whole by its id only (the program copies
 # its text); phase 3 no longer echoes ids; phase 4 gives no explanation.
-EXTRACTION_PROMPT_VERSION = "extract-v12"
+# v13: phase 1 answers with a map from sentence number to label ({"1": "requirement", ...}), half the tokens of
+# a list of {"n", "label"} objects; phases 2-4 are unchanged (their stored replies stay valid).
+EXTRACTION_PROMPT_VERSION = "extract-v13"
+PHASE_PROMPT_VERSIONS: dict[int, str] = {1: "extract-v13", 2: "extract-v12", 3: "extract-v12", 4: "extract-v12"}
+"""The version of each phase's prompt: a stored reply is reused only under its phase's version."""
 DEFAULT_TASK_INPUT = "whatever the rules are applied to (a text, a piece of code, a case description)"
 
 _JSON_ONLY = (
@@ -84,7 +89,7 @@ _SPAN_USER = """Section title: {title}
 Sentences:
 {sentences}
 
-Return {{"labels": [{{"n": 1, "label": "<label>"}}, ...]}} with one entry per sentence, n = 1 to {count}, in order."""
+Return {{"labels": {{"1": "<label>", "2": "<label>", ...}}}} with one entry per sentence, "1" to "{count}", in order."""
 
 
 def span_detection_messages(

@@ -241,7 +241,7 @@ def fake_extraction_reply(text: str) -> str:
 
     if 'Return {"labels"' in text:
         numbered = _NUMBERED.findall(text)
-        labels = [{"n": int(n), "label": "requirement" if _NORMATIVE.search(s) else "background"} for n, s in numbered]
+        labels = {n: "requirement" if _NORMATIVE.search(s) else "background" for n, s in numbered}
         return json.dumps({"labels": labels})
     listing = _LISTING.search(text)
     items = json.loads(listing.group(1)) if listing else []

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
 from langchain_tag.extraction.sections import Section, split_paragraphs
-from langchain_tag.parsing import parse_json_items
+from langchain_tag.parsing import json_shape, parse_json_object
 from langchain_tag.prompts import DEFAULT_TASK_INPUT, SPAN_LABELS, span_detection_messages
 
 __all__ = ["NORMATIVE_TYPES", "Span", "paragraph_spans", "parse_labels", "span_calls", "spans_from_labels"]
@@ -55,24 +55,39 @@ class Span:
 def parse_labels(text: str, *, count: int) -> list[str]:
     """Read phase 1's reply: one label per numbered sentence, ``count`` of them.
 
-    Entries may come as ``{"n": 3, "label": "prohibition"}`` or in order without
-    ``n``. Every label must be one of :data:`~langchain_tag.prompts.SPAN_LABELS`:
-    an empty, missing or unknown one (a wrong field name, a reply cut inside
-    a label) would silently turn a rule into background.
+    The labels may come as a map from sentence number to label
+    (``{"labels": {"1": "requirement", "2": "background"}}``, what the prompt
+    asks for), as objects (``{"n": 3, "label": "prohibition"}``, numbered or
+    in order) or as bare strings in order. Every label must be one of
+    :data:`~langchain_tag.prompts.SPAN_LABELS`: an empty, missing or unknown
+    one (a wrong field name, a reply cut inside a label) would silently turn a
+    rule into background.
 
     Raises:
         ParseError: When any sentence from 1 to ``count`` has no label, or a
             label is not a known one.
     """
-    items = parse_json_items(text, "labels")
+    shape = json_shape(text)
+    if shape.open_at_end and not shape.ends_after_value:
+        raise ParseError(f"the reply is cut off inside a label (unclosed JSON): {text[-160:]!r}")
+    raw = parse_json_object(text, expect_key="labels")["labels"]
+    entries: list[tuple[Any, Any]]
+    if isinstance(raw, dict):
+        entries = list(raw.items())
+    elif isinstance(raw, list):
+        entries = [
+            (item.get("n", position), item.get("label")) if isinstance(item, dict) else (position, item)
+            for position, item in enumerate(raw, start=1)
+        ]
+    else:
+        raise ParseError(f"'labels' is a {type(raw).__name__}, not a map or a list")
     labels: dict[int, str] = {}
-    for position, item in enumerate(items, start=1):
-        number = item.get("n", position)
+    for position, (number, value) in enumerate(entries, start=1):
         try:
             number = int(number)
         except (TypeError, ValueError):
             number = position
-        label = " ".join(str(item.get("label") or "").lower().split())
+        label = " ".join(str(value or "").lower().split())
         if 1 <= number <= count and number not in labels:
             labels[number] = label
     unknown = sorted(n for n, label in labels.items() if label not in SPAN_LABELS)

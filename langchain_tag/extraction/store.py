@@ -24,7 +24,7 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
-from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
+from langchain_tag.prompts import PHASE_PROMPT_VERSIONS
 from langchain_tag.sqlite_file import SQLiteFile
 
 __all__ = ["ExtractionStore", "StoredReply", "call_key", "open_store"]
@@ -39,9 +39,7 @@ class StoredReply:
     completion_tokens: int = 0
 
 
-def call_key(
-    *, model: str, phase: int, messages: Sequence[BaseMessage], prompt_version: str = EXTRACTION_PROMPT_VERSION
-) -> str:
+def call_key(*, model: str, phase: int, messages: Sequence[BaseMessage], prompt_version: str | None = None) -> str:
     """The store key of one call: a SHA-256 over everything that determines its reply.
 
     Args:
@@ -49,8 +47,11 @@ def call_key(
             (:func:`~langchain_tag.faults.model_identity`).
         phase: The phase number.
         messages: The exact prompt.
-        prompt_version: The extraction prompts' version.
+        prompt_version: The phase prompt's version (default: the phase's
+            entry in :data:`~langchain_tag.prompts.PHASE_PROMPT_VERSIONS`).
     """
+    if prompt_version is None:
+        prompt_version = PHASE_PROMPT_VERSIONS.get(phase, f"phase-{phase}")
     prompt = [[m.type, m.content] for m in messages]
     payload = json.dumps([model, prompt_version, phase, prompt], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -46,6 +46,7 @@ __all__ = [
     "LocalServerError",
     "default_threads",
     "get_local_server",
+    "missing_cpu_flags",
     "read_metrics",
     "stop_all_servers",
 ]
@@ -366,9 +367,52 @@ def _healthy(url: str) -> bool:
         return False
 
 
+WHEEL_CPU_FLAGS = ("avx2", "fma", "f16c")
+"""The x86 instruction sets the prebuilt ``xllamacpp`` wheel is compiled for (it has no runtime dispatch)."""
+
+
+def missing_cpu_flags(cpuinfo: str | None = None, machine: str | None = None) -> list[str]:
+    """The instruction sets the prebuilt runtime needs that this CPU lacks.
+
+    Args:
+        cpuinfo: The text of ``/proc/cpuinfo`` (read when ``None``).
+        machine: The machine type (``platform.machine()`` when ``None``).
+
+    Returns:
+        The missing flags of :data:`WHEEL_CPU_FLAGS`; empty when all are there, on
+        a machine that is not x86-64, or when the CPU's flags cannot be read.
+    """
+    import platform
+
+    if (machine or platform.machine()).lower() not in ("x86_64", "amd64"):
+        return []
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            flags = set(value.split())
+            break
+    if not flags:
+        return []
+    return [f for f in WHEEL_CPU_FLAGS if f not in flags]
+
+
 def _require_runtime() -> None:
     import importlib.util
 
+    missing = missing_cpu_flags()
+    if missing:
+        raise LocalServerError(
+            f"This CPU lacks {', '.join(f.upper() for f in missing)}, which the prebuilt llama.cpp runtime "
+            "(xllamacpp) needs, so the embedded model cannot run here. Serve the model with a llama.cpp built "
+            "on this machine (llama-server -m MODEL.gguf) or any other OpenAI-compatible server, and point the "
+            "package at it: LANGCHAIN_TAG_PROVIDER=openai, LANGCHAIN_TAG_BASE_URL=http://HOST:PORT/v1."
+        )
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalServerError(
             "The local model runtime is not installed. Install it with:\n"

@@ -526,7 +526,11 @@ def test_fit_default_can_centre_each_cases_features_on_its_median(tmp_path: Path
     out.mkdir()
     save_rules([*RULES, *extra], out / "rules.jsonl")
     values = {"R1": 3.0, "R2": -1.0, "R3": 0.5, "R4": 0.0, "R5": 1.0, "R6": 2.0, "R7": -2.0}  # median 0.5
-    record = {"method": "tag-fitted", "key": "d1", "judgments": [{"rule_id": r, "feature": x} for r, x in values.items()]}
+    record = {
+        "method": "tag-fitted",
+        "key": "d1",
+        "judgments": [{"rule_id": r, "feature": x} for r, x in values.items()],
+    }
     (out / "records.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     plain = dict(load_run(str(data), out, "tag-fitted").features["d1"])
     centred = dict(load_run(str(data), out, "tag-fitted", centre_inputs=True).features["d1"])

@@ -113,7 +113,8 @@ def test_malformed_reply_in_any_phase_is_retried_then_skipped_and_reported(phase
 
 @pytest.mark.parametrize("phase", [1, 2, 3, 4])
 def test_reply_cut_off_at_the_end_is_repaired(phase: int) -> None:
-    result, _ = _run(injecting(fake_extraction_reply, when=_targets(phase), fault=lambda t, g: g[:-3]))
+    # Cut right after the last complete value: the closing brackets are lost, nothing else.
+    result, _ = _run(injecting(fake_extraction_reply, when=_targets(phase), fault=lambda t, g: g.rstrip("]}")))
     assert [r.model_dump() for r in result.rules] == [r.model_dump() for r in CLEAN.rules]
     assert not result.report.failures
 
@@ -202,7 +203,7 @@ def test_requests_per_prompt_for_each_fault_class_with_a_default_chat_openai(pha
 
 TRUNCATED_OR_WRONG: dict[str, Callable[[str], str]] = {
     "cut to 60 %": lambda good: good[: len(good) * 6 // 10],
-    "wrong field": lambda good: good.replace('"label"', '"kind"'),
+    "wrong field": lambda good: good.replace('"labels"', '"kinds"'),
 }
 
 

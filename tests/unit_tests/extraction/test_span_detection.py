@@ -43,7 +43,7 @@ def test_prompt_numbers_sentences_and_names_the_task_input() -> None:
     (call,) = span_calls([(SECTION, sentences)], domain="style", task_input="a Python file", texts={"d": DOC})
     text = prompt_text(call.messages)
     assert "[1] The team wrote this guide in 2019." in text and "[6] - Prefer four." in text
-    assert "a Python file" in text and "n = 1 to 6" in text
+    assert "a Python file" in text and '"1" to "6"' in text
     assert call.parse(_labels(*["background"] * 6)) == ["background"] * 6
 
 
@@ -79,6 +79,18 @@ def test_a_reply_missing_a_sentence_is_a_parse_error_not_a_silent_loss() -> None
 def test_labels_in_order_without_numbers_are_read() -> None:
     reply = json.dumps({"labels": [{"label": "Prohibition"}, {"label": "background"}]})
     assert parse_labels(reply, count=2) == ["prohibition", "background"]
+    assert parse_labels('{"labels": ["requirement", "Background"]}', count=2) == ["requirement", "background"]
+
+
+def test_labels_as_a_map_from_sentence_number_are_read_in_number_order() -> None:
+    reply = '{"labels": {"2": "background", "1": "prohibition", "3": "continuation"}}'
+    assert parse_labels(reply, count=3) == ["prohibition", "background", "continuation"]
+    with pytest.raises(ParseError, match="labels 2 of 3 sentences; missing: 3"):
+        parse_labels('{"labels": {"1": "prohibition", "2": "background"}}', count=3)
+    with pytest.raises(ParseError, match="cut off"):
+        parse_labels('{"labels": {"1": "prohibition", "2": "backgr', count=2)
+    with pytest.raises(ParseError, match="not a map or a list"):
+        parse_labels('{"labels": "prohibition"}', count=1)
 
 
 @pytest.mark.parametrize(
@@ -87,6 +99,7 @@ def test_labels_in_order_without_numbers_are_read() -> None:
         {"labels": [{"n": 1, "label": "prohibition"}, {"n": 2, "label": ""}]},  # empty
         {"labels": [{"n": 1, "kind": "prohibition"}, {"n": 2, "kind": "background"}]},  # wrong field
         {"labels": [{"n": 1, "label": "prohibition"}, {"n": 2, "label": "prohi"}]},  # cut inside the label
+        {"labels": {"1": "prohibition", "2": "rule"}},  # unknown, in the map form
     ],
 )
 def test_a_label_that_is_empty_unknown_or_under_a_wrong_field_is_a_parse_error(reply: dict) -> None:

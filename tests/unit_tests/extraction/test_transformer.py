@@ -130,9 +130,9 @@ def test_truncated_json_is_repaired() -> None:
 def test_spans_are_the_labelled_sentences_verbatim_and_background_gives_none() -> None:
     def respond(text: str) -> str:
         if 'Return {"labels"' in text and "Refunds must" in text:
-            count = int(re.search(r"n = 1 to (\d+)", text).group(1))  # type: ignore[union-attr]
+            count = int(re.search(r'"1" to "(\d+)"', text).group(1))  # type: ignore[union-attr]
             labels = ["requirement"] + ["background"] * (count - 1)
-            return json.dumps({"labels": [{"n": i, "label": x} for i, x in enumerate(labels, 1)]})
+            return json.dumps({"labels": {str(i): x for i, x in enumerate(labels, 1)}})
         return fake_extraction_reply(text)
 
     result = RuleDocumentTransformer(FakeChatModel(respond=respond)).extract([_doc()])
