@@ -483,25 +483,28 @@ class PairwiseJudge:
             for _, judgment in judged:
                 judgment.score = judgment.probability
         else:
-            features = self.features(judged)
-            centre = calibration.input_centre(features)
-            for (_, judgment), x in zip(judged, features, strict=True):
-                judgment.score = calibration.map_feature(x - centre)
+            for (_, judgment), x in zip(judged, self.features(judged), strict=True):
+                judgment.score = calibration.map_feature(x)
         for _, judgment in judged:
             judgment.applies = judgment.score is not None and judgment.score >= self.decision_threshold
         return result
 
     def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
-        """The calibration's per-pair features of one input's judged rules, before the per-input step.
+        """What the calibration's global step sees for one input's judged rules.
+
+        Each pair's log-odds with the rule's reference step (:meth:`Calibration.feature`), then, with
+        ``centre_per_input``, minus the input's median over these rules (:meth:`Calibration.input_centre`).
 
         Args:
-            judged: ``(rule, judgment)`` pairs whose judgment has a probability.
+            judged: All of one input's ``(rule, judgment)`` pairs that gave a probability (:func:`scored_pairs`).
         """
         calibration = self.calibration or Calibration()
-        return [
+        row = [
             calibration.feature(j.probability, *self.reference_log_odds(r))  # type: ignore[arg-type]
             for r, j in judged
         ]
+        centre = calibration.input_centre(row)
+        return [x - centre for x in row]
 
     def _start(self, query: str, rules: Sequence[Rule]) -> tuple[list[Judgment], list[int], list[str | None]]:
         """Fresh judgments, cached ones filled in; the indices still to judge; each pair's cache key."""

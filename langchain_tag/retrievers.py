@@ -323,7 +323,7 @@ class ApplicabilityRetriever(BaseRetriever):
             for query, holds in examples:
                 rules = self._candidates(query)
                 wanted = self._check_ids(holds, rules)
-                self._collect(rules, self._judge.judge(query, rules), wanted, probe, features, labels)
+                self._collect(rules, self._judge.judge(query, rules), wanted, features, labels)
         finally:
             self._judge.calibration = self.calibration
         return self._finish_calibration(features, labels, method, probe)
@@ -343,7 +343,7 @@ class ApplicabilityRetriever(BaseRetriever):
             for query, holds in examples:
                 rules = await self._acandidates(query)
                 wanted = self._check_ids(holds, rules)
-                self._collect(rules, await self._judge.ajudge(query, rules), wanted, probe, features, labels)
+                self._collect(rules, await self._judge.ajudge(query, rules), wanted, features, labels)
         finally:
             self._judge.calibration = self.calibration
         return self._finish_calibration(features, labels, method, probe)
@@ -373,14 +373,11 @@ class ApplicabilityRetriever(BaseRetriever):
         rules: Sequence[Rule],
         result: MatchResult,
         holds: set[str],
-        probe: Calibration,
         features: list[float],
         labels: list[bool],
     ) -> None:
         judged = scored_pairs(rules, result)
-        row = self._judge.features(judged)
-        centre = probe.input_centre(row)
-        features.extend(x - centre for x in row)
+        features.extend(self._judge.features(judged))  # the judge calibrates with the probe meanwhile
         labels.extend(rule.rule_id in holds for rule, _ in judged)
 
     def _finish_calibration(
