@@ -26,6 +26,7 @@ __all__ = [
     "echoes_instructions",
     "operationalisation_calls",
     "parse_rules",
+    "reads_as_instruction",
     "unoperationalised_draft",
     "violation_condition",
 ]
@@ -36,6 +37,13 @@ RuleDraft = dict[str, Any]
 _NO_VIOLATION = frozenset({"none", "n/a", "no violation", "nothing"})
 _ABOUT_INPUT = re.compile(r"(?i)(the|this|an?) (task )?input\b")
 _WORDS = re.compile(r"[A-Za-z0-9][\w'-]*")
+# Deontic words say what to do; a description of an input has none. ", not with X" sets the compliant form
+# against the breaking one, and "and never X" tacks a second instruction on.
+_INSTRUCTION = re.compile(
+    r"(?i)\b(must|should|shall|ought to|do not|don't|does not need to)\b"
+    r"|,\s*not\s+(with|by|using|via)\b"
+    r"|\band\s+never\b"
+)
 
 
 _ALIASES = {"id": "atomic_id", "name": "rule_name", "tags": "category_tags"}
@@ -195,6 +203,19 @@ def echoes_instructions(violation: str, statement: str) -> bool:
     if len(words) < 3 or f" {' '.join(words)} " not in f" {_instruction_text()} ":
         return False
     return not (_content_words(violation) & _content_words(statement))
+
+
+def reads_as_instruction(condition: str) -> bool:
+    """Whether a rule's condition (or violation) restates its statement's instruction instead of describing an input.
+
+    A small model sometimes copies the statement into the violation: "a handler
+    that ... must not consist of nothing but `pass`", or "a key test with
+    `key in mapping`, not with `key in mapping.keys()`". Such a condition names
+    the compliant form or no form at all, so a judge cannot check it. Words
+    that merely describe ("a variable never read", "`lambda` instead of
+    `def`") do not count.
+    """
+    return bool(_INSTRUCTION.search(condition))
 
 
 def _draft(raw: dict[str, Any], unit: AtomicUnit, extra_fields: Sequence[str] = ()) -> RuleDraft | None:

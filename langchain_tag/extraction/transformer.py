@@ -32,6 +32,7 @@ from langchain_tag.extraction.operationalisation import (
     RuleDraft,
     collect_rules,
     operationalisation_calls,
+    reads_as_instruction,
     unoperationalised_draft,
 )
 from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
@@ -374,7 +375,19 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
                 notes.append(f"phase 3: no rule for {unit.atomic_id} (span {unit.span_id}): its call failed")
                 if reply is None and failed is not None:
                     failed.add(unit.atomic_id)
+        self._note_instructions(units, found, notes)
         return [(u, found[u.atomic_id]) for u in units if u.atomic_id in found]
+
+    @staticmethod
+    def _note_instructions(units: list[AtomicUnit], found: dict[str, RuleDraft], notes: list[str]) -> None:
+        """Name each rule whose condition restates its statement's instruction: one to check by hand."""
+        for unit in units:
+            condition = str(found.get(unit.atomic_id, {}).get("condition", ""))
+            if reads_as_instruction(condition):
+                notes.append(
+                    f"phase 3: {unit.atomic_id}'s condition {condition!r} restates its statement's instruction "
+                    "instead of describing an input that breaks it; check its polarity"
+                )
 
     def _prefix(self, document_id: str) -> str:
         """The rule id prefix: the one given, else one from the source document's id."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from langchain_tag.extraction.decomposition import AtomicUnit
-from langchain_tag.extraction.operationalisation import collect_rules, unoperationalised_draft
+from langchain_tag.extraction.operationalisation import collect_rules, reads_as_instruction, unoperationalised_draft
 
 UNITS = [
     AtomicUnit("A-001", "S-001", "Avoid wildcard imports.", "Wildcard imports should be avoided."),
@@ -135,3 +135,19 @@ def test_echoes_instructions(violation: str, statement: str, echo: bool) -> None
     from langchain_tag.extraction.operationalisation import echoes_instructions
 
     assert echoes_instructions(violation, statement) is echo
+
+
+@pytest.mark.parametrize(
+    ("condition", "flagged"),
+    [
+        ("the input contains a handler catching `Exception` must not consist of nothing but `pass`", True),
+        ("the input contains a key test with `key in mapping`, not with `key in mapping.keys()`", True),
+        ("the input contains a body on the header's line, and never join statements with semicolons", True),
+        ("the input contains code that should be refactored", True),
+        ("the input contains a local variable assigned but never read", False),
+        ("the input contains a function defined with `lambda` instead of `def`", False),
+        ("the input contains a mustard recipe", False),
+    ],
+)
+def test_reads_as_instruction_flags_deontic_wording_not_descriptions(condition: str, flagged: bool) -> None:
+    assert reads_as_instruction(condition) is flagged

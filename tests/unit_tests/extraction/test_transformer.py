@@ -225,3 +225,25 @@ def test_rule_ids_namespaced_per_source_merge_without_collisions() -> None:
     assert len(rules_from_documents(refunds + shipping)) == len(refunds) + len(shipping)  # no duplicate id
     default = RuleDocumentTransformer(fake_extractor()).transform_documents([_doc()])
     assert default[0].metadata["rule_id"] == "R-001"
+
+
+def test_a_condition_that_restates_its_instruction_is_named_in_the_report() -> None:
+    def respond(text: str) -> str:
+        reply = fake_extraction_reply(text)
+        if 'Return {"rules"' not in text:
+            return reply
+        rules = json.loads(reply)["rules"]
+        for rule in rules:  # the model copied the statement's instruction into one violation, described the rest
+            rule["violation"] = (
+                "customers must never be charged twice for shipping" if "twice" in rule["action"] else "a late refund"
+            )
+        return json.dumps({"rules": rules})
+
+    llm = FakeChatModel(respond=respond)
+    result = RuleDocumentTransformer(llm, retry_backoff=0.0).extract([_doc()])
+    flagged = [n for n in result.report.notes if "restates its statement's instruction" in n]
+    assert len(flagged) == 1 and "charged twice" in flagged[0] and "check its polarity" in flagged[0]
+    assert any(
+        r.condition == "the input contains customers must never be charged twice for shipping" for r in result.rules
+    )
+    assert not any("restates" in p for p in llm.prompts)  # a note, not another call
