@@ -3,7 +3,7 @@
 A small judge ranks (input, rule) pairs well but its P(YES) is biased, per
 model and per rule: the same 0.5 threshold can match nothing on one model
 and everything on another. A :class:`Calibration` maps the raw P(YES) to a
-calibrated score in two steps, both optional:
+calibrated score in three steps, each optional:
 
 1. **Per rule, label-free** (``reference_inputs``): the judge is also asked
    about each rule on reference inputs, and the rule's own bias, the mean
