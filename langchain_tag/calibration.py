@@ -193,9 +193,7 @@ class Calibration:
             return 0.0
         return float(statistics.median(features))
 
-    def score(
-        self, probability: float, reference: float | None = None, spread: float | None = None, *, centre: float = 0.0
-    ) -> float:
+    def score(self, probability: float, reference: float | None = None, spread: float | None = None) -> float:
         """The calibrated score of a raw P(YES).
 
         Args:
@@ -204,9 +202,11 @@ class Calibration:
                 (ignored when the calibration has none).
             spread: The standard deviation of those log-odds (used when
                 ``standardise`` is set).
-            centre: The input's :meth:`input_centre` (0 without the per-input step).
+
+        One pair on its own: the per-input step needs all of an input's rules
+        (:meth:`~langchain_tag.matcher.PairwiseJudge.features`), so it is not applied here.
         """
-        return self.map_feature(self.feature(probability, reference if self.uses_reference else None, spread) - centre)
+        return self.map_feature(self.feature(probability, reference if self.uses_reference else None, spread))
 
     def map_feature(self, x: float) -> float:
         """The global step alone: the calibrated score of a (centred) feature."""

@@ -193,28 +193,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.loaders import load_document
     from langchain_tag.local.models import get_chat_model, get_embeddings
-    from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
 
     rules = rules_to_documents(load_rules(args.rules))
     sources = [load_document(p) for p in args.source or []]
-    judge = get_chat_model(role="judge")
-    retriever = None
-    if args.mode == "tag":
-        # The tag mode's retriever with a verdict cache kept across runs (and the user's reference sample).
-        retriever = ApplicabilityRetriever(
-            llm=judge,
-            rules=rules,
-            reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
-            max_concurrency=args.max_concurrency,
-            cache=_verdict_cache(args),
-        )
-    elif args.reference_inputs:
+    if args.reference_inputs and args.mode != "tag":
         raise ValueError("--reference-inputs applies to --mode tag only")
     graph = build_tag_graph(
         get_chat_model(role="executor"),
-        judge_llm=judge,
-        retriever=retriever,
+        judge_llm=get_chat_model(role="judge"),
         rules=rules,
         documents=sources,
         mode=args.mode,
@@ -222,6 +209,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         embeddings=get_embeddings() if args.mode == "similarity" else None,
         k=args.k,
         max_concurrency=args.max_concurrency,
+        reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
+        cache=_verdict_cache(args) if args.mode in ("tag", "relevance") else "default",
     )
     state = graph.invoke({"input": _read_input(args.input)})
     units = [str(d.metadata.get("rule_id") or d.metadata.get("chunk_id") or d.id) for d in state["retrieved"]]

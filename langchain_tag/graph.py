@@ -37,6 +37,7 @@ from langchain_tag.matcher import ChatRunnable
 from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule, rule_documents
+from langchain_tag.verdict_cache import VerdictCache
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
 
@@ -97,6 +98,7 @@ def make_retriever(
     max_concurrency: int = 8,
     strict: bool = False,
     reference_inputs: Sequence[str] | None = None,
+    cache: VerdictCache | Literal["default"] | None = "default",
 ) -> tuple[BaseRetriever | None, UnitKind]:
     """The retriever of one mode and the kind of unit it returns: the single place modes are built.
 
@@ -116,6 +118,9 @@ def make_retriever(
             when a judgment failed, instead of counting it as NO.
         reference_inputs: The ``tag`` mode's sample of your own unlabelled
             inputs (see :class:`ApplicabilityRetriever`).
+        cache: The judged modes' verdict cache (for example a
+            :class:`~langchain_tag.verdict_cache.SQLiteVerdictCache` kept across
+            runs); ``"default"``: each retriever's own in-memory cache; ``None``: none.
 
     Returns:
         ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and
@@ -134,6 +139,8 @@ def make_retriever(
             return None, "rules"
         cls = ApplicabilityRetriever if mode == "tag" else RelevanceRetriever
         kwargs: dict[str, Any] = {"threshold": threshold, "max_concurrency": max_concurrency, "strict": strict}
+        if cache != "default":
+            kwargs["cache"] = cache
         if mode == "tag":
             kwargs["predicate"] = predicate
             kwargs["reference_inputs"] = reference_inputs
@@ -178,6 +185,7 @@ class _Pipeline:
         unit_kind: UnitKind = "rules",
         strict: bool = False,
         reference_inputs: Sequence[str] | None = None,
+        cache: VerdictCache | Literal["default"] | None = "default",
     ) -> None:
         self.llm = llm
         self.judge_llm = judge_llm or llm
@@ -194,6 +202,7 @@ class _Pipeline:
         self.unit_kind = unit_kind
         self.strict = strict
         self.reference_inputs = reference_inputs
+        self.cache = cache
         self.executor = executor_chain(llm, domain=domain)
         self._similarity: Any = None
         self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
@@ -241,6 +250,7 @@ class _Pipeline:
             max_concurrency=self.max_concurrency,
             strict=self.strict,
             reference_inputs=self.reference_inputs,
+            cache=self.cache,
         )
         if own:
             self._built[mode] = built
@@ -293,6 +303,7 @@ def build_tag_graph(
     unit_kind: UnitKind = "rules",
     strict: bool = False,
     reference_inputs: Sequence[str] | None = None,
+    cache: VerdictCache | Literal["default"] | None = "default",
 ) -> CompiledStateGraph:
     """Compile the extract -> retrieve -> execute graph.
 
@@ -325,6 +336,8 @@ def build_tag_graph(
         reference_inputs: A sample of your own unlabelled inputs for the
             ``tag`` mode's calibration (see :class:`ApplicabilityRetriever`);
             does not apply to a ``retriever`` you pass (set it there).
+        cache: The judged modes' verdict cache (see :func:`make_retriever`);
+            does not apply to a ``retriever`` you pass (set it there).
 
     Returns:
         A compiled graph; ``graph.invoke({"input": ...})`` returns the state with
@@ -350,6 +363,7 @@ def build_tag_graph(
         unit_kind=unit_kind,
         strict=strict,
         reference_inputs=reference_inputs,
+        cache=cache,
     )
     graph = StateGraph(TagState)
     graph.add_node("retrieve", RunnableLambda(pipeline.retrieve, afunc=pipeline.aretrieve, name="retrieve"))

@@ -226,3 +226,18 @@ def test_reference_inputs_reach_the_tag_modes_judge(monkeypatch: pytest.MonkeyPa
     assert [d.id for d in plain.invoke({"input": "q"})["retrieved"]] == ["R-003"]
     retriever, _ = make_retriever("tag", rules=rules, judge_llm=judge, reference_inputs=sample)
     assert retriever.judge.calibration.reference_inputs == tuple(sample)  # type: ignore[union-attr]
+
+
+def test_a_verdict_cache_given_to_the_graph_is_shared_by_its_judged_modes(rules: list[Document]) -> None:
+    from langchain_tag.verdict_cache import InMemoryVerdictCache
+
+    cache = InMemoryVerdictCache()
+    judge = fake_judge({"R-001"})
+    graph = build_tag_graph(_executor(), judge_llm=judge, rules=rules, cache=cache, threshold=0.5)
+    graph.invoke({"input": "q"})
+    calls = judge.calls
+    again = build_tag_graph(_executor(), judge_llm=judge, rules=rules, cache=cache, threshold=0.5)
+    again.invoke({"input": "q"})
+    assert calls == len(rules) and judge.calls == calls  # the second graph read every verdict from the cache
+    retriever, _ = make_retriever("relevance", rules=rules, judge_llm=judge, cache=None)
+    assert retriever.cache is None  # type: ignore[union-attr]
