@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from langchain_tag.prompts import JUDGE_PROMPTS
 from langchain_tag_bench.methods import DEFAULT_KS
 from langchain_tag_bench.tasks import TASKS
 
@@ -101,7 +102,7 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--predicate", choices=("applicability", "nba"), default="applicability", help="TAG judge prompt")
     p.add_argument(
         "--judge-prompt",
-        choices=("applicability", "applicability-fewshot", "applicability-named"),
+        choices=tuple(name for name in JUDGE_PROMPTS if name.startswith("applicability")),
         default="applicability",
         help="quality: the judge prompt of the tag rows (compare prompts on tag-fitted; default: applicability)",
     )
