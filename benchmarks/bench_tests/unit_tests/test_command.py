@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -13,8 +14,9 @@ from bench_tests.unit_tests.test_tasks import nba_dir  # noqa: F401  (fixture)
 from langchain_tag import cli
 from langchain_tag.local import models
 from langchain_tag.local.models import ModelConfig
+from langchain_tag.prompts import JUDGE_PROMPTS
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, judged_rule_id
-from langchain_tag_bench.command import model_config_for
+from langchain_tag_bench.command import add_bench_parser, model_config_for
 
 STEPIEN = "stepien_rule_no_sell_or_no_consecutive_first_round_draft_pick_trade"
 
@@ -97,3 +99,11 @@ def test_model_config_for_names() -> None:
     assert model_config_for("local:0.5b", base).local_model == "0.5b"
     remote = model_config_for("deepseek-chat", base)
     assert (remote.provider, remote.model, remote.judge_model) == ("openai", "deepseek-chat", "deepseek-chat")
+
+
+def test_judge_prompt_option_offers_every_applicability_prompt_in_the_registry() -> None:
+    parser = argparse.ArgumentParser()
+    bench = add_bench_parser(parser.add_subparsers())
+    option = next(a for a in bench._actions if "--judge-prompt" in a.option_strings)
+    assert set(option.choices) == {name for name in JUDGE_PROMPTS if name.startswith("applicability")}
+    assert "relevance" not in option.choices
