@@ -217,11 +217,12 @@ class LlamaEndpoint:
             raise ValueError("the model has no base URL; matcher_speed measures a llama.cpp server")
         return cls(str(base))
 
-    def _post(self, path: str, payload: dict[str, Any]) -> Any:
+    def post(self, path: str, payload: dict[str, Any], *, timeout: float = 60.0) -> Any:
+        """POST JSON to one of the server's native endpoints (``/tokenize``, ``/completion``, ...); the reply's JSON."""
         request = urllib.request.Request(
             self.root + path, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
         )
-        with self._opener.open(request, timeout=60) as response:
+        with self._opener.open(request, timeout=timeout) as response:
             return json.loads(response.read().decode("utf-8"))
 
     def counters(self) -> dict[str, float]:
@@ -232,12 +233,12 @@ class LlamaEndpoint:
         """The token ids of a chat prompt, as the server templates it."""
         roles = {"system": "system", "human": "user", "ai": "assistant"}
         chat = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in messages]
-        prompt = self._post("/apply-template", {"messages": chat})["prompt"]
-        return list(self._post("/tokenize", {"content": prompt, "add_special": True})["tokens"])
+        prompt = self.post("/apply-template", {"messages": chat})["prompt"]
+        return list(self.post("/tokenize", {"content": prompt, "add_special": True})["tokens"])
 
     def text_tokens(self, text: str) -> list[int]:
         """The token ids of plain text (a completion-style prompt)."""
-        return list(self._post("/tokenize", {"content": text, "add_special": True})["tokens"])
+        return list(self.post("/tokenize", {"content": text, "add_special": True})["tokens"])
 
 
 @dataclass(frozen=True)

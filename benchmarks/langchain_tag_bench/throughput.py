@@ -14,12 +14,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from langchain_tag_bench.matcher_speed import LlamaEndpoint
 
 __all__ = ["Throughput", "main", "measure", "summarise"]
 
@@ -48,15 +48,12 @@ def summarise(timings: Sequence[dict[str, Any]]) -> Throughput:
 
 def measure(url: str, *, prompts: int = 5, prompt_words: int = 300, n_predict: int = 32) -> list[dict[str, Any]]:
     """Send ``prompts`` fresh prompts to one llama.cpp server; return the server's ``timings`` of each."""
+    endpoint = LlamaEndpoint(url)
     body_words = " ".join(f"w{i}" for i in range(prompt_words))
     found = []
     for i in range(prompts):
         payload = {"prompt": f"run {i}: {body_words}", "n_predict": n_predict, "cache_prompt": False, "temperature": 0}
-        headers = {"Content-Type": "application/json"}
-        data = json.dumps(payload).encode()
-        request = urllib.request.Request(url.rstrip("/") + "/completion", data=data, headers=headers)
-        with urllib.request.urlopen(request, timeout=600) as reply:
-            found.append(json.load(reply)["timings"])
+        found.append(endpoint.post("/completion", payload, timeout=600)["timings"])
     return found
 
 
