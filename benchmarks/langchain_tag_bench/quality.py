@@ -86,7 +86,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-QUALITY_SETS = ("demo", "ruff", "pep8")
+QUALITY_SETS = ("demo", "ruff", "pep8", "nba")
 SPLITS = ("dev", "test")
 RULE_KS = (1, 3, 5)
 CHUNK_KS = (1, 2, 3, 5)
@@ -204,9 +204,13 @@ def pep8_policy_text(path: str | Path | None = None) -> str:
 
 
 def load_quality_set(
-    name_or_dir: str | Path, *, cache_dir: str | Path | None = None, pep8_path: str | Path | None = None
+    name_or_dir: str | Path,
+    *,
+    cache_dir: str | Path | None = None,
+    pep8_path: str | Path | None = None,
+    nba_path: str | Path | None = None,
 ) -> QualitySet:
-    """A quality set by name (``demo``, ``ruff``, ``pep8``) or from a directory.
+    """A quality set by name (``demo``, ``ruff``, ``pep8``, ``nba``) or from a directory.
 
     * ``demo``: the package's demo policy with ``benchmarks/data/demo`` (hand-written statements and cases).
     * ``ruff``: ``benchmarks/data/ruff`` (policy and statements); the cases are cut out of the running
@@ -215,6 +219,9 @@ def load_quality_set(
     * ``pep8``: excerpts of PEP 8 (read from ``pep8_path``, default the shared ``pep8/pep-0008.rst``) with
       ``benchmarks/data/pep8`` (statements and their pycodestyle codes); the cases are standard-library functions
       labelled by pycodestyle (:mod:`~langchain_tag_bench.pep8_cases`), built on first use into ``cache_dir``.
+    * ``nba``: RuleArena's NBA rule catalog as the policy (one statement per gold rule id) and its problems as the
+      cases, labelled with their gold rules (:mod:`~langchain_tag_bench.nba_cases`), read from ``nba_path``
+      (default the shared ``rulearena-nba``).
     * a directory holding one policy (``*policy*.md`` / ``.txt``), one ``*statements*.json`` and one
       ``*cases*.jsonl``, and optionally ``set.json`` with the extraction ``domain`` and ``task_input``.
 
@@ -270,9 +277,27 @@ def load_quality_set(
                 task_input=settings["task_input"],
             )
         )
+    if str(name_or_dir) == "nba":
+        from langchain_tag_bench import nba_cases
+        from langchain_tag_bench.nba import catalog_rules
+
+        data_dir = nba_cases.nba_data_dir(nba_path)
+        catalog = catalog_rules(data_dir)
+        return _check(
+            QualitySet(
+                name="nba",
+                policy_path=None,
+                policy_text=nba_cases.nba_policy(catalog),
+                policy_id=nba_cases.NBA_POLICY_ID,
+                statements=nba_cases.nba_statements(catalog),
+                cases=nba_cases.nba_cases(data_dir, {r.rule_id for r in catalog}),
+                domain=nba_cases.NBA_DOMAIN,
+                task_input=nba_cases.NBA_TASK_INPUT,
+            )
+        )
     directory = Path(name_or_dir).expanduser()
     if not directory.is_dir():
-        raise BenchDataError(f"quality set {str(name_or_dir)!r}: not demo, ruff, pep8 or a directory")
+        raise BenchDataError(f"quality set {str(name_or_dir)!r}: not demo, ruff, pep8, nba or a directory")
     return _from_dir(directory, directory.name, None)
 
 

@@ -195,3 +195,41 @@ def test_gold_in_catalog_and_coverage(data_dir: Path) -> None:
     coverage = gold_coverage(problems, ids)
     assert (coverage.n_gold, coverage.n_missing, coverage.problems_affected) == (2 + 2 + 1, 1, 1)
     assert coverage.missing_ids == ("missing_rule_variant",)
+
+
+# ------------------------------------------------------------------ the quality set
+def test_nba_quality_set_catalog_as_policy_problems_as_cases(data_dir: Path) -> None:
+    from langchain_tag_bench.quality import load_quality_set, statement_spans
+
+    qs = load_quality_set("nba", nba_path=data_dir)
+    assert [s["id"] for s in qs.statements] == [entry["rule_id"] for entry in CATALOG]
+    # Every sentence is a verbatim, separate passage of the policy, in catalog order.
+    spans = statement_spans(qs)
+    starts = [spans[entry["rule_id"]][0] for entry in CATALOG]
+    assert all(qs.policy_text[spans[e["rule_id"]][0] : spans[e["rule_id"]][1]] == e["description"] for e in CATALOG)
+    # No topic is shared by two ids here, so all four sit under one heading, in catalog order.
+    assert "## Other rules" in qs.policy_text and starts == sorted(starts)
+    # Three problems (the level-2 duplicate dropped), alternating dev and test.
+    assert [(c["id"], c["split"]) for c in qs.cases] == [("L0-000", "dev"), ("L0-001", "test"), ("L1-000", "dev")]
+    # Gold ids outside the catalog are not statements; repeats count once.
+    assert qs.cases[0]["violates"] == ["stepien_rule_no_sell_or_no_consecutive_first_round_draft_pick_trade"]
+    assert qs.cases[1]["violates"] == ["minimum_player_salary_exception", "salary_cap_no_exceed_without_exception"]
+    assert qs.case_text(qs.cases[2]) == load_problems(data_dir, levels=(1,))[0].text
+    assert qs.task_input and "NBA" in qs.domain
+
+
+def test_nba_quality_set_groups_ids_sharing_a_topic(data_dir: Path) -> None:
+    from langchain_tag_bench.quality import load_quality_set
+
+    catalog = CATALOG + [{"rule_id": "sign_and_trade_not_with_mid_level_exception", "description": "No MLE here."}]
+    (data_dir / CATALOG_FILE).write_text(json.dumps(catalog))
+    policy = load_quality_set("nba", nba_path=data_dir).policy_text
+    heading = policy.index("## Sign and trade")
+    assert heading < policy.index("A sign and trade contract") < policy.index("No MLE here.") < policy.index("## Other")
+
+
+def test_nba_quality_set_without_data_names_the_path(tmp_path: Path) -> None:
+    from langchain_tag_bench.quality import load_quality_set
+
+    with pytest.raises(NbaDataError, match=str(tmp_path / "absent")):
+        load_quality_set("nba", nba_path=tmp_path / "absent")
