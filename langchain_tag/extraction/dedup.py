@@ -8,22 +8,44 @@ together, and each block is compared with the next one (overlapping windows of
 two blocks). The number of calls then grows linearly with the rules sharing a
 tag (1,418 rules: 141 calls, not 10,011), at the price of not comparing rules
 far apart in that order.
+
+The model's labels are advice, not a licence: a small model calls rules
+"duplicates" that differ in a number or a name ("a contract signed with the
+Bi-annual Exception" and "... with the Non-Taxpayer Mid-Level Exception"), and
+merging them loses a rule for good. A merge is therefore carried out only when
+the two rules read alike and each names every specific (number, capitalised
+name, quoted or ``code`` term) the other names (:func:`merge_blockers`);
+otherwise the pair is kept and linked as overlapping, and the report says why.
+Keeping a true duplicate costs one more judgment per input; a wrong merge
+costs a rule.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations, pairwise
 from typing import Any
+
+from rapidfuzz import fuzz
 
 from langchain_tag.extraction.calls import Call
 from langchain_tag.parsing import local_ids, parse_json_items, with_aliases
 from langchain_tag.prompts import dedup_messages
 from langchain_tag.rules import Rule
 
-__all__ = ["DedupOutcome", "Relation", "apply_relations", "collect_relations", "dedup_calls", "tag_groups"]
+__all__ = [
+    "MERGE_SIMILARITY",
+    "DedupOutcome",
+    "Relation",
+    "apply_relations",
+    "collect_relations",
+    "dedup_calls",
+    "merge_blockers",
+    "tag_groups",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +61,16 @@ def _parse(text: str) -> list[dict[str, Any]]:
 RELATIONS = frozenset({"duplicate", "subsumption", "overlap", "conflict"})
 ACTIONS = frozenset({"merge", "keep_both", "manual_review"})
 
+MERGE_SIMILARITY = 80.0
+"""Least token-set similarity (0-100, rapidfuzz) of two rules' conditions for a merge to be carried out."""
+
+# Specifics: ``code`` and quoted terms, numbers, and capitalised words (the first word of a text aside).
+_CODE = re.compile(r"`+([^`]+?)`+")
+_QUOTED = re.compile(r"[\"“”]([^\"“”]{1,80})[\"“”]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_CAPITALISED = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][\w'\u2019-]*")
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+
 
 @dataclass(frozen=True)
 class Relation:
@@ -53,12 +85,52 @@ class Relation:
 
 @dataclass
 class DedupOutcome:
-    """Rules after phase 4 and what happened to the others."""
+    """Rules after phase 4 and what happened to the others.
+
+    Attributes:
+        rules: The rules kept, in their original order.
+        merged: Merged-away rule id -> the id it was merged into.
+        conflicts: Pairs flagged as conflicting (both rules kept).
+        reviews: Pairs the model wanted a person to look at (both kept).
+        refused: Merges the model asked for but :func:`merge_blockers` refused, with the reason; both rules
+            were kept and linked as related.
+    """
 
     rules: list[Rule]
     merged: dict[str, str] = field(default_factory=dict)
     conflicts: list[Relation] = field(default_factory=list)
     reviews: list[Relation] = field(default_factory=list)
+    refused: list[tuple[Relation, str]] = field(default_factory=list)
+
+
+def _plain(text: str) -> str:
+    return " " + " ".join(_NON_WORD.split(text.lower())).strip() + " "
+
+
+def _specifics(text: str) -> set[str]:
+    found = _CODE.findall(text) + _QUOTED.findall(text) + _NUMBER.findall(_CODE.sub(" ", text))
+    found += _CAPITALISED.findall(_CODE.sub(" ", text).strip())
+    return {plain.strip() for plain in map(_plain, found) if plain.strip()}
+
+
+def merge_blockers(a: Rule, b: Rule, *, min_similarity: float = MERGE_SIMILARITY) -> str | None:
+    """Why two rules labelled duplicates must not be merged, or ``None`` when they may be.
+
+    They may be merged when their conditions read alike (token-set similarity at least ``min_similarity``) and
+    each rule names every specific of the other: every number, capitalised name, quoted or ``code`` term in one
+    rule's condition or action occurs, as words, somewhere in the other's. "A player with fewer than seven (7)
+    Years of Service" and "a player with ten (10) or more Years of Service" differ in ``7`` and ``10``; "a bare
+    ``except:`` clause" and "a bare except clause" name the same thing.
+    """
+    similarity = fuzz.token_set_ratio(_plain(a.condition), _plain(b.condition))
+    if similarity < min_similarity:
+        return f"their conditions differ (similarity {similarity:.0f} < {min_similarity:.0f})"
+    for one, other in ((a, b), (b, a)):
+        text = _plain(f"{other.condition} {other.action}")
+        missing = sorted(s for s in _specifics(f"{one.condition} {one.action}") if f" {s} " not in text)
+        if missing:
+            return f"{one.rule_id} names {', '.join(repr(m) for m in missing[:3])}, which {other.rule_id} does not"
+    return None
 
 
 def tag_groups(rules: Sequence[Rule], *, block: int = 10, exhaustive: int = 40) -> list[list[Rule]]:
@@ -152,8 +224,11 @@ def apply_relations(rules: Sequence[Rule], relations: Iterable[Relation]) -> Ded
     """Merge duplicates, link overlaps, flag conflicts.
 
     A duplicate, or a subsumption the model wants merged, drops the later rule
-    and folds its id and tags into the earlier one. Overlaps are linked both
-    ways and kept; conflicts are marked on both rules and kept for review.
+    and folds its id and tags into the earlier one, unless :func:`merge_blockers`
+    finds the two rules distinct: then both are kept and linked as overlapping,
+    and the refusal is listed in :attr:`DedupOutcome.refused`. Overlaps are
+    linked both ways and kept; conflicts are marked on both rules and kept for
+    review.
     """
     order = {r.rule_id: i for i, r in enumerate(rules)}
     live = {r.rule_id: r.model_copy(deep=True) for r in rules}
@@ -167,7 +242,12 @@ def apply_relations(rules: Sequence[Rule], relations: Iterable[Relation]) -> Ded
         drop = outcome.merged.get(second, second)
         if keep == drop or keep not in live or drop not in live:
             continue
-        if rel.relation == "duplicate" or (rel.relation == "subsumption" and rel.preferred_action == "merge"):
+        wants_merge = rel.relation == "duplicate" or (rel.relation == "subsumption" and rel.preferred_action == "merge")
+        blocker = merge_blockers(live[keep], live[drop]) if wants_merge else None
+        if blocker is not None:
+            outcome.refused.append((rel, blocker))
+            rel = Relation(rel.rule_a, rel.rule_b, "overlap", "keep_both", rel.explanation)
+        if wants_merge and blocker is None:
             kept, gone = live[keep], live.pop(drop)
             kept.merged_from = kept.merged_from + [drop] + gone.merged_from
             kept.category_tags = (kept.category_tags + [t for t in gone.category_tags if t not in kept.category_tags])[

@@ -417,7 +417,10 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         groups = tag_groups(rules)
         raw = yield dedup_calls(groups, domain=self.domain), "phase 4: dedup"
         relations = [rel for g, r in zip(groups, raw, strict=True) for rel in collect_relations(g, r, notes=notes)]
-        return apply_relations(rules, relations)
+        outcome = apply_relations(rules, relations)
+        for rel, why in outcome.refused:
+            notes.append(f"phase 4: {rel.rule_a} and {rel.rule_b} were labelled {rel.relation}; kept both: {why}")
+        return outcome
 
     def _phase5(
         self,

@@ -2,12 +2,19 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.extraction.dedup import Relation, apply_relations, collect_relations, tag_groups
+from langchain_tag.extraction.dedup import Relation, apply_relations, collect_relations, merge_blockers, tag_groups
 from langchain_tag.rules import Rule
 
 
-def _rule(i: int, tags: list[str]) -> Rule:
-    return Rule(rule_id=f"R-{i:03d}", rule_name=f"n{i}", condition=f"c{i}", action=f"a{i}", category_tags=tags)
+def _rule(i: int, tags: list[str], condition: str | None = None, action: str = "remove it") -> Rule:
+    # The same condition by default, so that a merge the model asks for is carried out.
+    return Rule(
+        rule_id=f"R-{i:03d}",
+        rule_name=f"n{i}",
+        condition=condition or "the input contains a mutable default argument",
+        action=action,
+        category_tags=tags,
+    )
 
 
 def test_only_tag_sharing_rules_are_compared() -> None:
@@ -89,3 +96,69 @@ def test_large_tag_groups_compare_neighbours_and_cover_every_rule() -> None:
 def test_group_size_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="block must be >= 1"):
         tag_groups([_rule(1, ["x"])], block=0)
+
+
+def _pair(a: str, b: str, action_a: str = "fix it", action_b: str = "fix it") -> tuple[Rule, Rule]:
+    return _rule(1, ["x"], a, action_a), _rule(2, ["x"], b, action_b)
+
+
+def test_merge_blockers_allow_rules_that_name_the_same_things() -> None:
+    a, b = _pair("the input contains a bare ``except:`` clause", "the input contains a bare except clause")
+    assert merge_blockers(a, b) is None
+    a, b = _pair("the input imports `os` and `sys` on one line", "the input imports `os` and `sys` on a single line")
+    assert merge_blockers(a, b) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "reason"),
+    [
+        (  # a name
+            "the input contains a Team using the Bi-annual Exception to sign a player",
+            "the input contains a Team using the Non-Taxpayer Mid-Level Exception to sign a player",
+            "'bi annual'",
+        ),
+        (  # a number
+            "the input contains a contract longer than two (2) Seasons",
+            "the input contains a contract longer than four (4) Seasons",
+            "'2'",
+        ),
+        ("the input calls `print`", "the input calls `eval`", "'print'"),  # a code term
+        ("the input contains a nested if statement", "the input contains a function longer than a page", "differ"),
+    ],
+)
+def test_merge_blockers_refuse_rules_that_differ(a: str, b: str, reason: str) -> None:
+    first, second = _pair(a, b)
+    why = merge_blockers(first, second)
+    assert why is not None and reason in why
+    assert merge_blockers(second, first) is not None
+
+
+def test_merge_blockers_read_the_actions_too() -> None:
+    a, b = _pair(
+        "the input contains a print call", "the input contains a print call", "use `logging`", "use `warnings`"
+    )
+    assert "'logging'" in (merge_blockers(a, b) or "")
+
+
+def test_a_refused_merge_keeps_both_rules_linked_and_says_why() -> None:
+    rules = [
+        _rule(1, ["x"], "the input contains a contract longer than two (2) Seasons"),
+        _rule(2, ["x"], "the input contains a contract longer than four (4) Seasons"),
+    ]
+    out = apply_relations(rules, [Relation("R-001", "R-002", "duplicate", "merge")])
+    assert [r.rule_id for r in out.rules] == ["R-001", "R-002"] and out.merged == {}
+    assert out.rules[0].related_rules == ["R-002"] and out.rules[1].related_rules == ["R-001"]
+    assert [(rel.rule_a, rel.rule_b) for rel, _ in out.refused] == [("R-001", "R-002")]
+    assert "'2'" in out.refused[0][1] and not out.reviews
+
+
+def test_a_chain_of_duplicate_labels_cannot_swallow_distinct_rules() -> None:
+    # A small model labels a whole tag group "duplicate" of its first rule; each rule names its own exception.
+    names = ["Bi-annual", "Taxpayer Mid-Level", "Minimum Player Salary", "Room Mid-Level"]
+    rules = [
+        _rule(i, ["contract length"], f"the input contains a contract signed with the {n} Exception")
+        for i, n in enumerate(names, start=1)
+    ]
+    rels = [Relation("R-001", f"R-{i:03d}", "subsumption", "merge") for i in range(2, 5)]
+    out = apply_relations(rules, rels)
+    assert len(out.rules) == 4 and len(out.refused) == 3
