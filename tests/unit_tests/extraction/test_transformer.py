@@ -95,6 +95,23 @@ def test_phase4_merges_duplicates() -> None:
     assert len(merged) == 1 and transformer.last_result.report.merged
 
 
+def test_phase4_keeps_rules_a_model_wrongly_calls_duplicates_and_reports_it() -> None:
+    # A small model's habit: every rule of a tag group is a "duplicate" of the first.
+    def reply(prompt: str) -> str:
+        if 'Return {"pairs"' not in prompt:
+            return fake_extraction_reply(prompt)
+        ids = re.findall(r'"rule_id": "(R-\d+)"', prompt)
+        return json.dumps(
+            {"pairs": [{"a": ids[0], "b": other, "relation": "duplicate", "do": "merge"} for other in ids[1:]]}
+        )
+
+    text = "Refunds\n=======\n\nRefunds must be requested within 30 days.\n\nRefunds must be paid within 14 days.\n"
+    transformer = RuleDocumentTransformer(FakeChatModel(respond=reply), min_section_chars=0)
+    result = transformer.extract([_doc(text)])
+    assert len(result.rules) == 2 and not result.report.merged
+    assert any("kept both" in note and "'30'" in note for note in result.report.notes)
+
+
 def test_empty_and_binary_documents_are_refused_before_any_call() -> None:
     llm = fake_extractor()
     with pytest.raises(ValueError, match="'blank' is empty"):
