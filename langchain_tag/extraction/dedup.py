@@ -127,7 +127,8 @@ def merge_blockers(a: Rule, b: Rule, *, min_similarity: float = MERGE_SIMILARITY
         return f"their conditions differ (similarity {similarity:.0f} < {min_similarity:.0f})"
     for one, other in ((a, b), (b, a)):
         text = _plain(f"{other.condition} {other.action}")
-        missing = sorted(s for s in _specifics(f"{one.condition} {one.action}") if f" {s} " not in text)
+        named = _specifics(one.condition) | _specifics(one.action)  # each text's first word is not a name
+        missing = sorted(s for s in named if f" {s} " not in text)
         if missing:
             return f"{one.rule_id} names {', '.join(repr(m) for m in missing[:3])}, which {other.rule_id} does not"
     return None

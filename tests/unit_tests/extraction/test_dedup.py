@@ -133,6 +133,12 @@ def test_merge_blockers_refuse_rules_that_differ(a: str, b: str, reason: str) ->
     assert merge_blockers(second, first) is not None
 
 
+def test_a_capitalised_first_word_of_the_action_is_not_a_name() -> None:
+    a, b = _pair("the input contains a print call", "the input contains a print call", "Use `logging`", "replace it")
+    assert "'use'" not in (merge_blockers(a, b) or "")
+    assert "'logging'" in (merge_blockers(a, b) or "")
+
+
 def test_merge_blockers_read_the_actions_too() -> None:
     a, b = _pair(
         "the input contains a print call", "the input contains a print call", "use `logging`", "use `warnings`"
