@@ -108,8 +108,9 @@ def _plain(text: str) -> str:
 
 
 def _specifics(text: str) -> set[str]:
-    found = _CODE.findall(text) + _QUOTED.findall(text) + _NUMBER.findall(_CODE.sub(" ", text))
-    found += _CAPITALISED.findall(_CODE.sub(" ", text).strip())
+    outside_code = _CODE.sub(" ", text)
+    found = _CODE.findall(text) + _QUOTED.findall(text) + _NUMBER.findall(outside_code)
+    found += _CAPITALISED.findall(outside_code.strip())
     return {plain.strip() for plain in map(_plain, found) if plain.strip()}
 
 
