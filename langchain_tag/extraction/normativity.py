@@ -13,6 +13,12 @@ sentence that has no such device and reads as a plain declarative (it starts
 with a determiner, a pronoun, a possessive or a number, or its second word is
 a common finite verb). Anything it cannot tell keeps the model's label, so a
 rule is never lost to a guess.
+
+A second veto covers sentences about the document itself: its scope, layout
+or status ("This policy applies to all contractors.", "Each section below
+states when a rule applies and what the writer should do.", "It is not a
+complete policy."). Their modal words belong to what they describe, so the
+first check cannot see that they ask nothing of an input.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["is_example_caption", "looks_declarative", "normative_cue", "veto_uncued_labels"]
+__all__ = ["describes_document", "is_example_caption", "looks_declarative", "normative_cue", "veto_uncued_labels"]
 
 # Modal and deontic vocabulary (stems match their inflections), negation,
 # and the words that carry a preference, a limit or an exception.
@@ -182,11 +188,65 @@ def is_example_caption(sentence: str) -> bool:
     return bool(_CAPTION.match(text) and _CAPTION_WORDS.search(text))
 
 
+# Nouns that name a document or a part of it, and verbs that say what it holds.
+_DOC_NOUN = (
+    r"(?:document|documents|policy|policies|guide|guides|guideline|guidelines|section|sections|page|pages|text"
+    r"|handbook|manual|standard|example|chapter|chapters|list|summary|overview|excerpt|excerpts|draft|version)"
+)
+_CONTENT_VERB = (
+    r"(?:states?|describes?|explains?|lists?|covers?|gives?|sets? out|summari[sz]es?|outlines?|presents?|collects?"
+    r"|defines?|introduces?)"
+)
+_LOCATIVE = r"(?:\s+(?:below|above|here|that follows|following))?"
+# "Each section below states ...", "This document describes ...": the document (or a part) as the subject.
+_DOC_SUBJECT = rf"^\W*(?:this|these|the|each|every|all|our)\s+(?:[\w'-]+\s+){{0,2}}?{_DOC_NOUN}\b{_LOCATIVE}\s+"
+_DOC_CONTENT = re.compile(_DOC_SUBJECT + rf"{_CONTENT_VERB}\b", re.IGNORECASE)
+# "This policy applies to ...", "These guidelines are ...": scope or status, unless a modal follows.
+_DOC_SCOPE = re.compile(_DOC_SUBJECT + r"(?:is|are|was|were|applies|apply)\b", re.IGNORECASE)
+# "This is a short example ...", "It is not a complete policy": the document named as what "it" or "this" is.
+_DOC_IDENTITY = re.compile(
+    rf"^\W*(?:it|this|these)\s+(?:is|are|was|were)\s+(?:not\s+)?(?:a|an|the|any|only|one|our)\b[^,;:]*?"
+    rf"\b{_DOC_NOUN}\b",
+    re.IGNORECASE,
+)
+# "It is the policy of the company that staff wear badges" / "... to require badges" states a norm.
+_NORM_CLAUSE = re.compile(r"\b(that|to)\b", re.IGNORECASE)
+# Words that make a sentence about the document ask something after all ("This policy is binding and must ...").
+_MODAL = re.compile(
+    r"\b(must|shall|should|ought|may|might|can|cannot|can't|need(s|ed)? to|has to|have to|requir\w*|mandat\w*"
+    r"|forbid\w*|prohibit\w*|allow\w*|permit\w*|expected|never|always|avoid\w*|prefer\w*|binding)\b",
+    re.IGNORECASE,
+)
+
+
+def describes_document(sentence: str) -> bool:
+    """Whether ``sentence`` is about the document itself (its scope, layout or status), not about an input.
+
+    True for a sentence whose subject is the document or a part of it and whose
+    verb says what it holds ("Each section below states when a rule applies
+    and what the writer should do."), and, when no modal word follows, for
+    one that gives its scope or status ("This policy applies to all
+    contractors.", "It is not a complete policy."). A document that itself
+    asks something ("This policy requires every visitor to sign in.", "These
+    guidelines are binding and must be followed.", "It is the policy of the
+    company that staff wear badges.") is not matched.
+    """
+    text = " ".join(sentence.split())
+    if _DOC_CONTENT.search(text):
+        return True
+    scope = _DOC_SCOPE.search(text)
+    if scope:
+        return _MODAL.search(text, scope.end()) is None
+    identity = _DOC_IDENTITY.search(text)
+    return bool(identity) and not (_MODAL.search(text, identity.end()) or _NORM_CLAUSE.search(text, identity.end()))
+
+
 def veto_uncued_labels(
     sentences: Sequence[str], labels: Sequence[str], normative: frozenset[str], *, where: str, notes: list[str]
 ) -> list[str]:
     """Relabel as background each sentence labelled normative that has no normative wording and reads as a fact,
-    and each example caption (:func:`is_example_caption`).
+    each example caption (:func:`is_example_caption`) and each sentence about the document itself
+    (:func:`describes_document`).
 
     Args:
         sentences: The sentences' text.
@@ -204,6 +264,12 @@ def veto_uncued_labels(
             out[number - 1] = "background"
             notes.append(
                 f"{where}: sentence {number} was labelled {label} but only captions examples; read as background"
+            )
+        elif label in normative and describes_document(sentence):
+            out[number - 1] = "background"
+            notes.append(
+                f"{where}: sentence {number} was labelled {label} but describes the document itself "
+                "(its scope, layout or status); read as background"
             )
         elif label in normative and normative_cue(sentence) is None and looks_declarative(sentence):
             out[number - 1] = "background"

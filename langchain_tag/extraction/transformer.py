@@ -109,7 +109,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             not retry them (see :mod:`langchain_tag.faults`).
         check_normativity: After phase 1, read as background every sentence
             labelled normative that has no modal, deontic or imperative
-            wording and reads as a statement of fact
+            wording and reads as a statement of fact, captions examples, or
+            describes the document itself (its scope, layout or status)
             (:mod:`langchain_tag.extraction.normativity`); each such veto is
             noted in the report.
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from langchain_tag.extraction.normativity import (
+    describes_document,
     is_example_caption,
     looks_declarative,
     normative_cue,
@@ -92,3 +93,60 @@ def test_a_caption_labelled_a_rule_becomes_background_with_a_note() -> None:
     )
     assert labels == ["prohibition", "background"]
     assert notes == ["s1: sentence 2 was labelled prohibition but only captions examples; read as background"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "This policy applies to all contractors.",
+        "This document describes how we review code.",
+        "The guidelines below cover Python code only.",
+        "Each section below states when a rule applies and what the writer should do.",
+        "This section lists the checks every reviewer must run.",
+        "It is not a complete policy.",
+        "It is not any real encyclopedia's policy text and is not complete.",
+        "This is a summary of the review rules.",
+        "> This is a short illustrative example written for the review team.",
+    ],
+)
+def test_sentences_about_the_document_itself_are_recognised(sentence: str) -> None:
+    assert describes_document(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "This policy requires every visitor to sign in.",
+        "These guidelines are binding and must be followed.",
+        "It is the policy of the company that staff wear badges.",
+        "It is the policy of the company to require badges.",
+        "This section applies to contractors, who must wear badges.",
+        "This is the only text you may publish.",
+        "All articles are expected to be neutral.",
+        "The section heading must be bold.",
+        "Every page must show the date.",
+        "The text of a comment should be a full sentence.",
+        "Articles describe subjects; they do not promote, attack or take sides.",
+        "Use four spaces per indentation level.",
+    ],
+)
+def test_rules_that_name_a_document_are_not_taken_for_descriptions_of_it(sentence: str) -> None:
+    assert not describes_document(sentence)
+
+
+def test_a_sentence_about_the_document_labelled_a_rule_becomes_background_with_a_note() -> None:
+    notes: list[str] = []
+    labels = veto_uncued_labels(
+        ["Each section below states when a rule applies and what the writer should do.", "Never use tabs."],
+        ["requirement", "prohibition"],
+        NORMATIVE_TYPES,
+        where="s1",
+        notes=notes,
+    )
+    # The first sentence has modal words ("applies", "should"), so only this check can see it asks nothing.
+    assert normative_cue("Each section below states when a rule applies and what the writer should do.")
+    assert labels == ["background", "prohibition"]
+    assert notes == [
+        "s1: sentence 1 was labelled requirement but describes the document itself (its scope, layout or status); "
+        "read as background"
+    ]
