@@ -83,7 +83,7 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
         "--set",
         dest="quality_set",
         default="demo",
-        help="quality: demo | ruff | pep8 | nba | DIR with a policy, *statements*.json and *cases*.jsonl "
+        help="quality: demo | ruff | pep8 | nba | wnc | DIR with a policy, *statements*.json and *cases*.jsonl "
         "(default: demo)",
     )
     p.add_argument(
@@ -97,7 +97,9 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--grader-llm", help="npov grader model (default: as --llm)")
     p.add_argument("--rules", help="rule file (JSONL) to use instead of the default rule set")
     p.add_argument(
-        "--data", help="nba (and quality --set nba): the RuleArena NBA directory; code, pep8: HumanEval.jsonl.gz"
+        "--data",
+        help="nba (and quality --set nba): the RuleArena NBA directory; quality --set wnc: the WNC sample "
+        "directory; code, pep8: HumanEval.jsonl.gz",
     )
     p.add_argument("--pep8", help="code: PEP 8 source document (default: the shared pep-0008.rst)")
     p.add_argument("--cases", help="npov: cases file (JSONL or CSV with sentence, violation); required")
@@ -301,7 +303,7 @@ def run_fit_default_command(args: argparse.Namespace) -> int:
             args.row,
             cache_dir=cache_dir,
             pep8_path=args.pep8,
-            nba_path=args.data,
+            data_path=args.data,
             centre_inputs=args.centre_inputs,
         )
         for name, path in parse_runs(args.runs).items()
@@ -326,7 +328,7 @@ def run_quality_command(args: argparse.Namespace) -> int:
 
     methods = parse_quality_methods(args.methods or DEFAULT_QUALITY_METHODS)
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
-    quality_set = load_quality_set(args.quality_set, cache_dir=cache_dir, pep8_path=args.pep8, nba_path=args.data)
+    quality_set = load_quality_set(args.quality_set, cache_dir=cache_dir, pep8_path=args.pep8, data_path=args.data)
     out = Path(args.out or f"runs/bench-quality-{quality_set.name}")
     judge = None
     if any(m.judged for m in methods):

@@ -96,7 +96,7 @@ def load_run(
     *,
     cache_dir: str | Path | None = None,
     pep8_path: str | Path | None = None,
-    nba_path: str | Path | None = None,
+    data_path: str | Path | None = None,
     centre_inputs: bool = False,
 ) -> RunData:
     """Read one run's features of ``method`` (records without features are skipped).
@@ -107,14 +107,14 @@ def load_run(
         method: The recorded row whose features to read.
         cache_dir: Where the quality set's derived cases are cached.
         pep8_path: The PEP 8 text, for the ``pep8`` set.
-        nba_path: The RuleArena NBA directory, for the ``nba`` set.
+        data_path: The data directory of the ``nba`` or ``wnc`` set (RuleArena NBA, the WNC sample).
         centre_inputs: Centre each case's features on their median over all of
             its judged rules, as a calibration with ``centre_per_input`` does.
 
     Raises:
         ValueError: When the run has no ``method`` record with features.
     """
-    quality_set = load_quality_set(name, cache_dir=cache_dir, pep8_path=pep8_path, nba_path=nba_path)
+    quality_set = load_quality_set(name, cache_dir=cache_dir, pep8_path=pep8_path, data_path=data_path)
     rules = load_rules(directory / "rules.jsonl")
     rule_map = rule_statements(rules, statement_spans(quality_set), quality_set.policy_text)
     cases = {str(c["id"]): c for c in quality_set.cases}

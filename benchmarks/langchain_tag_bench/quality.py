@@ -86,7 +86,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-QUALITY_SETS = ("demo", "ruff", "pep8", "nba")
+QUALITY_SETS = ("demo", "ruff", "pep8", "nba", "wnc")
 SPLITS = ("dev", "test")
 RULE_KS = (1, 3, 5)
 CHUNK_KS = (1, 2, 3, 5)
@@ -208,9 +208,9 @@ def load_quality_set(
     *,
     cache_dir: str | Path | None = None,
     pep8_path: str | Path | None = None,
-    nba_path: str | Path | None = None,
+    data_path: str | Path | None = None,
 ) -> QualitySet:
-    """A quality set by name (``demo``, ``ruff``, ``pep8``, ``nba``) or from a directory.
+    """A quality set by name (``demo``, ``ruff``, ``pep8``, ``nba``, ``wnc``) or from a directory.
 
     * ``demo``: the package's demo policy with ``benchmarks/data/demo`` (hand-written statements and cases).
     * ``ruff``: ``benchmarks/data/ruff`` (policy and statements); the cases are cut out of the running
@@ -220,8 +220,11 @@ def load_quality_set(
       ``benchmarks/data/pep8`` (statements and their pycodestyle codes); the cases are standard-library functions
       labelled by pycodestyle (:mod:`~langchain_tag_bench.pep8_cases`), built on first use into ``cache_dir``.
     * ``nba``: RuleArena's NBA rule catalog as the policy (one statement per gold rule id) and its problems as the
-      cases, labelled with their gold rules (:mod:`~langchain_tag_bench.nba_cases`), read from ``nba_path``
+      cases, labelled with their gold rules (:mod:`~langchain_tag_bench.nba_cases`), read from ``data_path``
       (default the shared ``rulearena-nba``).
+    * ``wnc``: the benchmark's neutral-wording policy (``benchmarks/examples/npov_policy.md``) against real Wikipedia
+      sentences before and after a neutralising edit (:mod:`~langchain_tag_bench.wnc_cases`), read from
+      ``data_path`` (default the shared ``wnc-sample``), labelled in ``benchmarks/data/wnc``.
     * a directory holding one policy (``*policy*.md`` / ``.txt``), one ``*statements*.json`` and one
       ``*cases*.jsonl``, and optionally ``set.json`` with the extraction ``domain`` and ``task_input``.
 
@@ -281,7 +284,7 @@ def load_quality_set(
         from langchain_tag_bench import nba_cases
         from langchain_tag_bench.nba import catalog_rules
 
-        data_dir = nba_cases.nba_data_dir(nba_path)
+        data_dir = nba_cases.nba_data_dir(data_path)
         catalog = catalog_rules(data_dir)
         return _check(
             QualitySet(
@@ -295,9 +298,24 @@ def load_quality_set(
                 task_input=nba_cases.NBA_TASK_INPUT,
             )
         )
+    if str(name_or_dir) == "wnc":
+        from langchain_tag_bench import wnc_cases
+
+        return _check(
+            QualitySet(
+                name="wnc",
+                policy_path=wnc_cases.POLICY_PATH,
+                policy_text=wnc_cases.POLICY_PATH.read_text(encoding="utf-8"),
+                policy_id=wnc_cases.POLICY_PATH.name,
+                statements=_read_json(wnc_cases.STATEMENTS_PATH),
+                cases=wnc_cases.wnc_cases(wnc_cases.wnc_data_dir(data_path)),
+                domain=wnc_cases.WNC_DOMAIN,
+                task_input=wnc_cases.WNC_TASK_INPUT,
+            )
+        )
     directory = Path(name_or_dir).expanduser()
     if not directory.is_dir():
-        raise BenchDataError(f"quality set {str(name_or_dir)!r}: not demo, ruff, pep8, nba or a directory")
+        raise BenchDataError(f"quality set {str(name_or_dir)!r}: not demo, ruff, pep8, nba, wnc or a directory")
     return _from_dir(directory, directory.name, None)
 
 

@@ -201,7 +201,7 @@ def test_gold_in_catalog_and_coverage(data_dir: Path) -> None:
 def test_nba_quality_set_catalog_as_policy_problems_as_cases(data_dir: Path) -> None:
     from langchain_tag_bench.quality import load_quality_set, statement_spans
 
-    qs = load_quality_set("nba", nba_path=data_dir)
+    qs = load_quality_set("nba", data_path=data_dir)
     assert [s["id"] for s in qs.statements] == [entry["rule_id"] for entry in CATALOG]
     # Every sentence is a verbatim, separate passage of the policy, in catalog order.
     spans = statement_spans(qs)
@@ -223,7 +223,7 @@ def test_nba_quality_set_groups_ids_sharing_a_topic(data_dir: Path) -> None:
 
     catalog = CATALOG + [{"rule_id": "sign_and_trade_not_with_mid_level_exception", "description": "No MLE here."}]
     (data_dir / CATALOG_FILE).write_text(json.dumps(catalog))
-    policy = load_quality_set("nba", nba_path=data_dir).policy_text
+    policy = load_quality_set("nba", data_path=data_dir).policy_text
     heading = policy.index("## Sign and trade")
     assert heading < policy.index("A sign and trade contract") < policy.index("No MLE here.") < policy.index("## Other")
 
@@ -232,4 +232,4 @@ def test_nba_quality_set_without_data_names_the_path(tmp_path: Path) -> None:
     from langchain_tag_bench.quality import load_quality_set
 
     with pytest.raises(NbaDataError, match=str(tmp_path / "absent")):
-        load_quality_set("nba", nba_path=tmp_path / "absent")
+        load_quality_set("nba", data_path=tmp_path / "absent")

@@ -174,7 +174,7 @@ def test_statement_not_in_policy_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASES[2]) + "\n", encoding="utf-8")
     with pytest.raises(BenchDataError, match="S1 is not verbatim"):
         load_quality_set(tmp_path)
-    with pytest.raises(BenchDataError, match="not demo, ruff, pep8, nba or a directory"):
+    with pytest.raises(BenchDataError, match="not demo, ruff, pep8, nba, wnc or a directory"):
         load_quality_set(tmp_path / "nowhere")
 
 
