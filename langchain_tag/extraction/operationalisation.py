@@ -27,6 +27,7 @@ __all__ = [
     "operationalisation_calls",
     "parse_rules",
     "reads_as_instruction",
+    "strip_consequent",
     "unoperationalised_draft",
     "violation_condition",
 ]
@@ -205,6 +206,31 @@ def echoes_instructions(violation: str, statement: str) -> bool:
     return not (_content_words(violation) & _content_words(statement))
 
 
+# ", then ..." in a condition: the start of a conditional statement's consequent.
+_THEN = re.compile(r",\s+then\s+", re.IGNORECASE)
+
+
+def strip_consequent(condition: str, statement: str) -> str | None:
+    """The condition without the "then ..." clause it copied from its statement, or ``None`` when it has none.
+
+    A small model sometimes turns a conditional statement ("If a sentence
+    praises its subject ..., then replace the word ...") into a condition
+    that carries the whole statement, action included. The condition is the
+    part before ", then", and only when the words after it open the
+    statement's own "then" clause; a condition that merely tells a sequence
+    ("a loop that reads the file, then writes it") is kept as it is.
+    """
+    found = list(_THEN.finditer(condition))
+    if not found:
+        return None
+    last = found[-1]
+    head, tail = condition[: last.start()].rstrip(), condition[last.end() :].split()
+    if len(tail) < 2 or len(_WORDS.findall(head)) < 5:
+        return None
+    opening = r"\bthen\s+" + r"\s+".join(re.escape(word) for word in tail[:3])
+    return head if re.search(opening, " ".join(statement.split()), re.IGNORECASE) else None
+
+
 def reads_as_instruction(condition: str) -> bool:
     """Whether a rule's condition (or violation) restates its statement's instruction instead of describing an input.
 
@@ -280,6 +306,13 @@ def collect_rules(
         if draft is None:
             notes.append(f"phase 3: rule for {atomic_id} lacks a name, condition or action")
             continue
+        cut = None if draft.get("no_rule") else strip_consequent(draft["condition"], unit.original_text)
+        if cut is not None and atomic_id not in drafts:
+            notes.append(
+                f"phase 3: {atomic_id}'s condition carried its statement's consequent (\", then ...\"); "
+                "kept what comes before it"
+            )
+            draft["condition"] = cut
         drafts.setdefault(atomic_id, draft)
     refused = [u for u in batch if drafts.get(u.atomic_id, {}).get("no_rule")]
     for unit in refused:

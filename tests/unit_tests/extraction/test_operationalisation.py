@@ -3,7 +3,12 @@ from __future__ import annotations
 import pytest
 
 from langchain_tag.extraction.decomposition import AtomicUnit
-from langchain_tag.extraction.operationalisation import collect_rules, reads_as_instruction, unoperationalised_draft
+from langchain_tag.extraction.operationalisation import (
+    collect_rules,
+    reads_as_instruction,
+    strip_consequent,
+    unoperationalised_draft,
+)
 
 UNITS = [
     AtomicUnit("A-001", "S-001", "Avoid wildcard imports.", "Wildcard imports should be avoided."),
@@ -151,3 +156,54 @@ def test_echoes_instructions(violation: str, statement: str, echo: bool) -> None
 )
 def test_reads_as_instruction_flags_deontic_wording_not_descriptions(condition: str, flagged: bool) -> None:
     assert reads_as_instruction(condition) is flagged
+
+
+PRAISE = (
+    'If a sentence praises its subject with words such as "legendary" or "iconic", then replace the word with a plain '
+    "description of what the subject did."
+)
+
+
+@pytest.mark.parametrize(
+    ("condition", "statement", "kept"),
+    [
+        # The statement's own consequent, copied after ", then": cut.
+        (
+            "the input contains a sentence praising its subject with words such as 'legendary' or 'iconic', "
+            "then replace the word with a plain description",
+            PRAISE,
+            "the input contains a sentence praising its subject with words such as 'legendary' or 'iconic'",
+        ),
+        # A sequence the condition describes, not the statement's consequent: kept.
+        ("the input contains a loop that reads the file, then writes it back", "Never rewrite a file in a loop.", None),
+        # No ", then" at all.
+        ("the input contains a bare `except:` clause", "Never write a bare `except:` clause.", None),
+        # Too little before ", then" to be a condition on its own.
+        ("the input contains it, then replace the word", PRAISE, None),
+    ],
+)
+def test_strip_consequent_cuts_only_the_statements_own_then_clause(
+    condition: str, statement: str, kept: str | None
+) -> None:
+    assert strip_consequent(condition, statement) == kept
+
+
+def test_a_condition_carrying_its_consequent_is_cut_with_a_note() -> None:
+    unit = AtomicUnit("A-001", "S-001", PRAISE, PRAISE)
+    raw = [
+        {
+            "atomic_id": "A-001",
+            "rule_name": "praising word",
+            "violation": "a sentence praising its subject with words such as 'legendary', then replace the word with a "
+            "plain description",
+            "action": "replace the word with a plain description",
+        }
+    ]
+    notes: list[str] = []
+    found, _ = collect_rules([unit], raw, notes=notes)
+    assert (
+        found[0][1]["condition"] == "the input contains a sentence praising its subject with words such as 'legendary'"
+    )
+    assert notes == [
+        "phase 3: A-001's condition carried its statement's consequent (\", then ...\"); kept what comes before it"
+    ]
