@@ -238,7 +238,9 @@ def describes_document(sentence: str) -> bool:
     if scope:
         return _MODAL.search(text, scope.end()) is None
     identity = _DOC_IDENTITY.search(text)
-    return bool(identity) and not (_MODAL.search(text, identity.end()) or _NORM_CLAUSE.search(text, identity.end()))
+    if identity is None:
+        return False
+    return not (_MODAL.search(text, identity.end()) or _NORM_CLAUSE.search(text, identity.end()))
 
 
 def veto_uncued_labels(
