@@ -197,9 +197,14 @@ _CONTENT_VERB = (
     r"(?:states?|describes?|explains?|lists?|covers?|gives?|sets? out|summari[sz]es?|outlines?|presents?|collects?"
     r"|defines?|introduces?)"
 )
-_LOCATIVE = r"(?:\s+(?:below|above|here|that follows|following))?"
-# "Each section below states ...", "This document describes ...": the document (or a part) as the subject.
-_DOC_SUBJECT = rf"^\W*(?:this|these|the|each|every|all|our)\s+(?:[\w'-]+\s+){{0,2}}?{_DOC_NOUN}\b{_LOCATIVE}\s+"
+# "This document ...", "These guidelines ...", "Each section below ...": the document or a part of it, named so
+# that it can only be this document. "Each section ..." or "The summary ..." alone may be a part of the input
+# ("Each section states its purpose in its first sentence." is a rule for reports), so those need "below" and the like.
+_LOCATIVE = r"(?:below|above|here|that follows|following)"
+_DOC_SUBJECT = (
+    rf"^\W*(?:(?:this|these|our)\s+(?:[\w'-]+\s+){{0,2}}?{_DOC_NOUN}\b(?:\s+{_LOCATIVE})?"
+    rf"|(?:the|each|every|all)\s+(?:[\w'-]+\s+){{0,2}}?{_DOC_NOUN}\s+{_LOCATIVE})\s+"
+)
 _DOC_CONTENT = re.compile(_DOC_SUBJECT + rf"{_CONTENT_VERB}\b", re.IGNORECASE)
 # "This policy applies to ...", "These guidelines are ...": scope or status, unless a modal follows.
 _DOC_SCOPE = re.compile(_DOC_SUBJECT + r"(?:is|are|was|were|applies|apply)\b", re.IGNORECASE)
@@ -214,7 +219,8 @@ _NORM_CLAUSE = re.compile(r"\b(that|to)\b", re.IGNORECASE)
 # Words that make a sentence about the document ask something after all ("This policy is binding and must ...").
 _MODAL = re.compile(
     r"\b(must|shall|should|ought|may|might|can|cannot|can't|need(s|ed)? to|has to|have to|requir\w*|mandat\w*"
-    r"|forbid\w*|prohibit\w*|allow\w*|permit\w*|expected|never|always|avoid\w*|prefer\w*|binding)\b",
+    r"|forbid\w*|prohibit\w*|allow\w*|permit\w*|expected|never|always|avoid\w*|prefer\w*|binding"
+    r"|only|unless|except\w*|at least|at most|no more than|no less than|limit\w*|maximum|minimum)\b",
     re.IGNORECASE,
 )
 

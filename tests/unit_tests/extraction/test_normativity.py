@@ -128,6 +128,10 @@ def test_sentences_about_the_document_itself_are_recognised(sentence: str) -> No
         "The text of a comment should be a full sentence.",
         "Articles describe subjects; they do not promote, attack or take sides.",
         "Use four spaces per indentation level.",
+        # Parts of the input, in a policy for reports: not this document.
+        "Each section states its purpose in its first sentence.",
+        "The summary is at most one page.",
+        "Each page is numbered at the bottom.",
     ],
 )
 def test_rules_that_name_a_document_are_not_taken_for_descriptions_of_it(sentence: str) -> None:
