@@ -8,11 +8,13 @@ working directory (``../shared/data/<name>``) and the repository
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from langchain_tag.errors import TagError
 
-__all__ = ["BenchDataError", "default_data_path"]
+__all__ = ["BenchDataError", "default_data_path", "read_json"]
 
 _SHARED = Path("shared") / "data"
 
@@ -50,3 +52,15 @@ def default_data_path(name: str, option: str = "--data") -> Path:
     raise BenchDataError(
         f"no {name} data found (looked in {', '.join(str(c) for c in candidates)}); pass its path with {option}"
     )
+
+
+def read_json(path: Path) -> Any:
+    """A benchmark data file's JSON.
+
+    Raises:
+        BenchDataError: When the file cannot be read or is not JSON; the message names the path.
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BenchDataError(f"{path}: cannot read JSON ({exc})") from exc

@@ -56,7 +56,7 @@ from langchain_tag.calibration import (
 from langchain_tag.faults import model_identity
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
-from langchain_tag_bench.data import BenchDataError
+from langchain_tag_bench.data import BenchDataError, read_json
 from langchain_tag_bench.runlog import RunLog
 
 __all__ = [
@@ -142,13 +142,6 @@ class QualitySet:
     def case_text(self, case: Mapping[str, Any]) -> str:
         """The input of a case: its ``code`` or its ``text``."""
         return str(case.get("code") if case.get("code") is not None else case.get("text", ""))
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BenchDataError(f"{path}: cannot read JSON ({exc})") from exc
 
 
 def _read_cases(path: Path) -> list[dict[str, Any]]:
@@ -244,7 +237,7 @@ def load_quality_set(
                 policy_path=None,
                 policy_text=policy.page_content,
                 policy_id=str(policy.id),
-                statements=_read_json(data / "demo_statements.json"),
+                statements=read_json(data / "demo_statements.json"),
                 cases=_read_cases(data / "demo_cases.jsonl"),
                 domain=DEMO_DOMAIN,
                 task_input=DEMO_TASK_INPUT,
@@ -267,14 +260,14 @@ def load_quality_set(
             from langchain_tag.local.weights import default_cache_dir
 
             cache_dir = default_cache_dir()
-        settings = _read_json(DATA_DIR / "pep8" / "set.json")
+        settings = read_json(DATA_DIR / "pep8" / "set.json")
         return _check(
             QualitySet(
                 name="pep8",
                 policy_path=None,
                 policy_text=pep8_policy_text(pep8_path),
                 policy_id="pep-0008-excerpts.rst",
-                statements=_read_json(pep8_cases.STATEMENTS_PATH),
+                statements=read_json(pep8_cases.STATEMENTS_PATH),
                 cases=_read_cases(pep8_cases.cached_cases(Path(cache_dir))),
                 domain=str(settings["domain"]),
                 task_input=settings["task_input"],
@@ -307,7 +300,7 @@ def load_quality_set(
                 policy_path=wnc_cases.POLICY_PATH,
                 policy_text=wnc_cases.POLICY_PATH.read_text(encoding="utf-8"),
                 policy_id=wnc_cases.POLICY_PATH.name,
-                statements=_read_json(wnc_cases.STATEMENTS_PATH),
+                statements=read_json(wnc_cases.STATEMENTS_PATH),
                 cases=wnc_cases.wnc_cases(wnc_cases.wnc_data_dir(data_path)),
                 domain=wnc_cases.WNC_DOMAIN,
                 task_input=wnc_cases.WNC_TASK_INPUT,
@@ -323,14 +316,14 @@ def _from_dir(directory: Path, name: str, cases_path: Path | None) -> QualitySet
     policy_path = _one(directory, ("*policy*.md", "*policy*.txt"), "policy")
     statements_path = _one(directory, ("*statements*.json",), "statements")
     cases_path = cases_path or _one(directory, ("*cases*.jsonl",), "cases")
-    settings = _read_json(directory / "set.json") if (directory / "set.json").exists() else {}
+    settings = read_json(directory / "set.json") if (directory / "set.json").exists() else {}
     return _check(
         QualitySet(
             name=name,
             policy_path=policy_path,
             policy_text=policy_path.read_text(encoding="utf-8"),
             policy_id=policy_path.name,
-            statements=_read_json(statements_path),
+            statements=read_json(statements_path),
             cases=_read_cases(cases_path),
             domain=str(settings.get("domain") or "policy"),
             task_input=settings.get("task_input"),

@@ -18,11 +18,10 @@ The sentences are as the corpus gives them: lower-cased and tokenised ("children
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from langchain_tag_bench.data import BenchDataError, default_data_path
+from langchain_tag_bench.data import BenchDataError, default_data_path, read_json
 
 __all__ = ["WNC_DOMAIN", "WNC_TASK_INPUT", "wnc_cases", "wnc_data_dir"]
 
@@ -49,14 +48,17 @@ def wnc_cases(data_dir: str | Path, labels_path: str | Path = LABELS_PATH) -> li
     """Two cases per labelled pair, the biased sentence and its neutralised edit; pairs alternate dev, test.
 
     Raises:
-        BenchDataError: When a corpus file is missing, the two files differ in length, or a label names a line
-            the files do not have.
+        BenchDataError: When a corpus file is missing, the two files differ in length, the labels file is not
+            ``{"labels": {line: [ids]}}``, or a label names a line the files do not have.
     """
     directory = Path(data_dir)
     pre, post = _lines(directory / "pre.test"), _lines(directory / "post.test")
     if len(pre) != len(post):
         raise BenchDataError(f"{directory}: pre.test has {len(pre)} lines, post.test {len(post)}; they must align")
-    labels: dict[str, list[str]] = json.loads(Path(labels_path).read_text(encoding="utf-8"))["labels"]
+    data = read_json(Path(labels_path))
+    labels = data.get("labels") if isinstance(data, dict) else None
+    if not isinstance(labels, dict) or not all(k.isdigit() and isinstance(v, list) for k, v in labels.items()):
+        raise BenchDataError(f'{labels_path}: expected {{"labels": {{"<line number>": [statement ids]}}}}')
     cases: list[dict[str, Any]] = []
     for position, line in enumerate(sorted(labels, key=int)):
         number = int(line)

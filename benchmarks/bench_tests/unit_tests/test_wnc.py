@@ -101,3 +101,11 @@ def test_wnc_quality_set_reads_the_corpus_it_is_given(corpus: Path, monkeypatch:
     assert len(qs.statements) == 11
     assert all(qs.policy_text[slice(*spans[s["id"]])] == s["text"] for s in qs.statements)
     assert qs.task_input and "neutral" in qs.domain
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"pairs": {}}', '{"labels": {"one": ["promotional"]}}', "[1, 2]"])
+def test_a_malformed_labels_file_is_refused_naming_it(corpus: Path, tmp_path: Path, text: str) -> None:
+    bad = tmp_path / "bad-labels.json"
+    bad.write_text(text)
+    with pytest.raises(BenchDataError, match=r"bad-labels\.json"):
+        wnc_cases(corpus, bad)
