@@ -462,7 +462,8 @@ DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
         "Platt fit on development data",
     ),
 }
-"""Shipped defaults per judge model family, keyed by a lower-case fragment of the model identity."""
+"""Shipped defaults per judge model family and prompt, keyed by a lower-case fragment of the model identity
+(after a ``#``, a label that tells one family's defaults for several judge prompts apart)."""
 
 
 DOMAIN_REFERENCE_CALIBRATIONS: dict[str, dict[str, Any]] = {
@@ -484,10 +485,16 @@ DOMAIN_REFERENCE_CALIBRATIONS: dict[str, dict[str, Any]] = {
     },
 }
 """Shipped domain-reference defaults per judge model family: :class:`Calibration` fields without the
-reference inputs, which are the user's own sample (:func:`default_calibration`)."""
+reference inputs, which are the user's own sample (:func:`default_calibration`); keyed as
+:data:`DEFAULT_CALIBRATIONS`."""
 
 MIN_DOMAIN_REFERENCES = 4
 """The fewest inputs a domain-reference calibration takes: a spread needs a sample."""
+
+
+def _family(key: str) -> str:
+    """The model-identity fragment of a defaults key (``"family"`` or ``"family#label"``)."""
+    return key.partition("#")[0]
 
 
 def default_calibration(
@@ -497,7 +504,7 @@ def default_calibration(
 
     Args:
         model: The judge's identity (:func:`~langchain_tag.faults.model_identity`).
-        prompt_version: The judge prompt's version.
+        prompt_version: The judge prompt's scoring version (:attr:`JudgePrompt.scoring_version`).
         reference_inputs: A sample of your own unlabelled inputs (at least
             :data:`MIN_DOMAIN_REFERENCES`, typically 8 to 20): when given, the family's domain-reference
             default with this sample as its references (:data:`DOMAIN_REFERENCE_CALIBRATIONS`); otherwise the
@@ -510,12 +517,12 @@ def default_calibration(
     name = model.lower()
     if reference_inputs is not None:
         sample = check_reference_inputs(reference_inputs)
-        for fragment, fields in DOMAIN_REFERENCE_CALIBRATIONS.items():
-            if fragment in name and fields.get("prompt_version") == prompt_version:
+        for key, fields in DOMAIN_REFERENCE_CALIBRATIONS.items():
+            if _family(key) in name and fields.get("prompt_version") == prompt_version:
                 return Calibration(**fields, reference_inputs=sample)
         return None
-    for fragment, calibration in DEFAULT_CALIBRATIONS.items():
-        if fragment in name and calibration.prompt_version == prompt_version:
+    for key, calibration in DEFAULT_CALIBRATIONS.items():
+        if _family(key) in name and calibration.prompt_version == prompt_version:
             return calibration
     return None
 

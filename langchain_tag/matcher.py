@@ -23,7 +23,7 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from langchain_tag.calibration import Calibration, check_reference_inputs, default_calibration, logit
+from langchain_tag.calibration import Calibration, check_reference_inputs, default_calibration, logit, sigmoid
 from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError
 from langchain_tag.faults import (
     backoff_delay,
@@ -48,6 +48,7 @@ __all__ = [
     "PairwiseJudge",
     "configure_judge",
     "context_tokens_from_env",
+    "contrast_judgment",
     "estimate_tokens",
     "resolve_judge_prompt",
     "scored_pairs",
@@ -129,7 +130,10 @@ class Judgment:
     Attributes:
         rule_id: The rule judged.
         applies: Final decision (``False`` when the judgment failed).
-        probability: Raw P(YES) from logprobs, when available.
+        probability: Raw P(YES) from logprobs, when available. With a judge
+            prompt that has a negation (:attr:`JudgePrompt.negation`), the
+            contrast of its two answers: ``sigmoid(logit(statement_probability)
+            - logit(negation_probability))``.
         score: The calibrated score the threshold was applied to (equal to
             ``probability`` without a calibration), when available.
         error: Why the judgment failed, if it did (then counted as NO).
@@ -138,6 +142,8 @@ class Judgment:
         completion_tokens: Completion tokens, summed over attempts.
         reply: The last reply text.
         cached: Whether the verdict came from the verdict cache (no call made).
+        statement_probability: With a negation prompt: P(YES) that the rule's condition holds.
+        negation_probability: With a negation prompt: P(YES) that its negation holds.
     """
 
     rule_id: str
@@ -150,6 +156,35 @@ class Judgment:
     completion_tokens: int = 0
     reply: str = ""
     cached: bool = False
+    statement_probability: float | None = None
+    negation_probability: float | None = None
+
+
+def contrast_judgment(statement: Judgment, negation: Judgment) -> Judgment:
+    """One pair's judgment from its two halves: the condition asked, and its negation asked.
+
+    The probability is ``sigmoid(logit(p) - logit(q))`` for P(YES) ``p`` on
+    the condition and ``q`` on its negation, so a judge that leans to YES on
+    both halves, or an input that lifts both, moves it little. Without
+    logprobs the verdict is YES when the condition got YES and its negation
+    NO. A failed half fails the pair; calls and tokens are summed.
+    """
+    error = statement.error or (f"negation: {negation.error}" if negation.error else None)
+    p, q = statement.probability, negation.probability
+    probability = sigmoid(logit(p) - logit(q)) if error is None and p is not None and q is not None else None
+    return Judgment(
+        rule_id=statement.rule_id,
+        applies=error is None and statement.applies and not negation.applies,
+        probability=probability,
+        error=error,
+        attempts=statement.attempts + negation.attempts,
+        prompt_tokens=statement.prompt_tokens + negation.prompt_tokens,
+        completion_tokens=statement.completion_tokens + negation.completion_tokens,
+        reply=f"{statement.reply} | negation: {negation.reply}",
+        cached=statement.cached and negation.cached,
+        statement_probability=p,
+        negation_probability=q,
+    )
 
 
 @dataclass
@@ -316,6 +351,7 @@ class PairwiseJudge:
         self._calibration = calibration
         self.reference_inputs: tuple[str, ...] | None = sample
         self._references: dict[str, float] = {}
+        self._negation: PairwiseJudge | None = None
 
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
         """The prompt for one pair."""
@@ -343,6 +379,27 @@ class PairwiseJudge:
                 would not fit in it.
             JudgmentsFailedError: With ``strict``, when any judgment failed.
         """
+        result = self._judge_pairs(query, rules, callbacks)
+        calibration = self.calibration
+        if calibration is not None and calibration.uses_reference:
+            for reference in calibration.reference_inputs:
+                missing = self._missing_references(reference, rules)
+                if missing:
+                    self._store_references(reference, missing, self._raw(reference).judge(reference, missing))
+        return self._settle(self._calibrate(result, rules))
+
+    def _judge_pairs(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
+        """Every pair's raw judgment: one call, or with a negation prompt the contrast of two."""
+        result = self._judge_once(query, rules, callbacks)
+        negation = self._negation_judge()
+        if negation is None:
+            return result
+        negated = negation._judge_once(query, rules, callbacks)
+        judgments = [contrast_judgment(a, b) for a, b in zip(result.judgments, negated.judgments, strict=True)]
+        return MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
+
+    def _judge_once(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
+        """One call per pair with this judge's prompt (its negation aside), retried; cached pairs cost none."""
         judgments, pending, keys = self._start(query, rules)
         for attempt in range(1, self.max_attempts + 1):
             if not pending:
@@ -355,17 +412,32 @@ class PairwiseJudge:
             pending, faulted = self._absorb(judgments, pending, replies)
             if pending and attempt < self.max_attempts and faulted:
                 time.sleep(backoff_delay(attempt, base=self.retry_backoff))
-        result = self._finish(query, judgments, keys)
+        return self._finish(query, judgments, keys)
+
+    async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
+        """Async twin of :meth:`judge`."""
+        result = await self._ajudge_pairs(query, rules, callbacks)
         calibration = self.calibration
         if calibration is not None and calibration.uses_reference:
             for reference in calibration.reference_inputs:
                 missing = self._missing_references(reference, rules)
                 if missing:
-                    self._store_references(reference, missing, self._raw(reference).judge(reference, missing))
+                    found = await self._raw(reference).ajudge(reference, missing)
+                    self._store_references(reference, missing, found)
         return self._settle(self._calibrate(result, rules))
 
-    async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
-        """Async twin of :meth:`judge`."""
+    async def _ajudge_pairs(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
+        """Async twin of :meth:`_judge_pairs`."""
+        result = await self._ajudge_once(query, rules, callbacks)
+        negation = self._negation_judge()
+        if negation is None:
+            return result
+        negated = await negation._ajudge_once(query, rules, callbacks)
+        judgments = [contrast_judgment(a, b) for a, b in zip(result.judgments, negated.judgments, strict=True)]
+        return MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
+
+    async def _ajudge_once(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
+        """Async twin of :meth:`_judge_once`."""
         judgments, pending, keys = self._start(query, rules)
         for attempt in range(1, self.max_attempts + 1):
             if not pending:
@@ -378,27 +450,21 @@ class PairwiseJudge:
             pending, faulted = self._absorb(judgments, pending, replies)
             if pending and attempt < self.max_attempts and faulted:
                 await asyncio.sleep(backoff_delay(attempt, base=self.retry_backoff))
-        result = self._finish(query, judgments, keys)
-        calibration = self.calibration
-        if calibration is not None and calibration.uses_reference:
-            for reference in calibration.reference_inputs:
-                missing = self._missing_references(reference, rules)
-                if missing:
-                    found = await self._raw(reference).ajudge(reference, missing)
-                    self._store_references(reference, missing, found)
-        return self._settle(self._calibrate(result, rules))
+        return self._finish(query, judgments, keys)
 
     @property
     def calibration(self) -> Calibration | None:
         """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
         if self._calibration == "default":
-            self._calibration = default_calibration(self.model_identity, self.prompt.version, self.reference_inputs)
+            self._calibration = default_calibration(
+                self.model_identity, self.prompt.scoring_version, self.reference_inputs
+            )
             if self._calibration is None and self.reference_inputs:
                 logger.warning(
                     "no domain-reference calibration is shipped for %s with prompt %s: reference_inputs are not "
                     "used and raw P(YES) is thresholded; fit a calibration with retriever.calibrate(...)",
                     self.model_identity,
-                    self.prompt.version,
+                    self.prompt.scoring_version,
                 )
         return self._calibration if isinstance(self._calibration, Calibration) else None
 
@@ -423,20 +489,33 @@ class PairwiseJudge:
             self._model = model_identity(self.llm)
         return self._model
 
-    def _raw(self, reference: str) -> PairwiseJudge:
-        """A judge like this one without calibration, for the reference judgments."""
+    def _twin(self, prompt: JudgePrompt) -> PairwiseJudge:
+        """A judge like this one (model, cache, limits, warnings given) with ``prompt`` and no calibration."""
         twin = PairwiseJudge(
             self.llm,
-            self.prompt,
+            prompt,
             verdict_format=self.verdict_format,
             max_concurrency=self.max_concurrency,
             max_attempts=self.max_attempts,
             cache=self.cache,
             retry_backoff=self.retry_backoff,
+            context_tokens=self.context_tokens,
             calibration=None,
         )
-        twin._model = self._model
+        twin._model, twin._notes = self._model, self._notes
         return twin
+
+    def _raw(self, reference: str) -> PairwiseJudge:
+        """A judge like this one without calibration, for the reference judgments."""
+        return self._twin(self.prompt)
+
+    def _negation_judge(self) -> PairwiseJudge | None:
+        """The judge of the negated halves, if this judge's prompt has a negation."""
+        if self.prompt.negation is None:
+            return None
+        if self._negation is None:
+            self._negation = self._twin(self.prompt.negation)
+        return self._negation
 
     def _reference_key(self, reference: str, rule: Rule) -> str:
         return f"{reference}\x00{self.prompt.render_rule(rule)}"

@@ -12,6 +12,7 @@ DeepSeek, vLLM prefix caching, llama.cpp KV reuse) can reuse.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,7 @@ __all__ = [
     "VerdictFormat",
     "decomposition_messages",
     "dedup_messages",
+    "negate_condition",
     "operationalisation_messages",
     "span_detection_messages",
 ]
@@ -242,6 +244,12 @@ class JudgePrompt:
         render_rule: Renders the rule fields the judge may see.
         question: The question asked after the rule.
         json_reply: The reply instruction used when ``verdict_format="json"``.
+        negation: A twin prompt that asks the opposite question (the rule's
+            condition negated). With one, every pair is judged twice and its
+            score is the contrast of the two answers
+            (:class:`~langchain_tag.matcher.PairwiseJudge`): a small judge's
+            leaning towards YES, and an input that lifts every answer, count
+            on both sides and cancel.
     """
 
     name: str
@@ -250,6 +258,18 @@ class JudgePrompt:
     render_rule: Callable[[Rule], str]
     question: str
     json_reply: str
+    negation: JudgePrompt | None = None
+
+    @property
+    def scoring_version(self) -> str:
+        """What a score depends on: this prompt's version, and its negation's when it has one.
+
+        Calibrations are fitted for, and matched on, this string; the verdict
+        cache keys each call on the version of the prompt that made it, so the
+        two halves of a contrast share their cache entries with the prompts
+        judged alone.
+        """
+        return self.version if self.negation is None else f"{self.version}+{self.negation.scoring_version}"
 
     def messages(self, query: str, rule: Rule, verdict_format: VerdictFormat = "token") -> list[BaseMessage]:
         """Build the messages for one judgment: system, then input, then rule.
@@ -305,6 +325,27 @@ def _render_statement(rule: Rule) -> str:
     return f"Statement: {one_line(rule.condition)}\n(rule {one_line(rule.rule_id)})"
 
 
+_NEGATABLE = re.compile(r"^the input contains\s+", re.IGNORECASE)
+
+
+def negate_condition(condition: str) -> str:
+    """A rule's condition turned into its negation, on one line.
+
+    Phase 3 writes conditions as ``"the input contains <noun phrase>"``; those
+    become ``"the input does not contain <noun phrase>"``. Any other condition
+    is prefixed with ``"it is not the case that"``.
+    """
+    text = one_line(condition)
+    if _NEGATABLE.match(text):
+        return _NEGATABLE.sub("the input does not contain ", text, count=1)
+    return f"it is not the case that {text}"
+
+
+def _render_negated_statement(rule: Rule) -> str:
+    # The same layout as _render_statement, so the two halves of a contrast differ only in the statement.
+    return f"Statement: {negate_condition(rule.condition)}\n(rule {one_line(rule.rule_id)})"
+
+
 _STATEMENT_SYSTEM = """You check whether a statement is true of an input. The input can be any kind of text: code, prose, a message, or the description of a case.
 Answer YES if the input, as written, makes the statement true. Answer NO if the statement is false of the input, or if the input does not show it: never assume facts the input does not give.
 Answer with one word."""
@@ -336,14 +377,34 @@ Answer with one word."""
 _RELEVANCE_SYSTEM = """You decide whether a reference rule is relevant to an input: whether a person handling the input could plausibly find the rule useful.
 Say YES if the rule is relevant to the input, NO otherwise."""
 
+_STATEMENT_QUESTION = "Is the statement true of the input?"
+_STATEMENT_JSON = 'Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.'
+
+_STATEMENT_PROMPT = JudgePrompt(
+    name="applicability",
+    version="judge-applicability-v5",  # v5: input and rule fields fenced
+    system=_STATEMENT_SYSTEM,
+    render_rule=_render_statement,
+    question=_STATEMENT_QUESTION,
+    json_reply=_STATEMENT_JSON,
+)
+
+_NEGATED_PROMPT = JudgePrompt(
+    name="applicability-negated",
+    version="judge-applicability-negated-v1",
+    system=_STATEMENT_SYSTEM,
+    render_rule=_render_negated_statement,
+    question=_STATEMENT_QUESTION,
+    json_reply=_STATEMENT_JSON,
+)
+
 JUDGE_PROMPTS: dict[str, JudgePrompt] = {
-    "applicability": JudgePrompt(
-        name="applicability",
-        version="judge-applicability-v5",  # v5: input and rule fields fenced
-        system=_STATEMENT_SYSTEM,
-        render_rule=_render_statement,
-        question="Is the statement true of the input?",
-        json_reply='Reply with JSON only: {"verdict": "YES"} or {"verdict": "NO"}.',
+    "applicability": _STATEMENT_PROMPT,
+    # The statement and its negation, scored by their contrast: two calls per pair (the second shares the
+    # first's input, so a prompt cache evaluates only the statement again); its statement half shares
+    # "applicability"'s cache entries.
+    "applicability-contrast": dataclasses.replace(
+        _STATEMENT_PROMPT, name="applicability-contrast", negation=_NEGATED_PROMPT
     ),
     "applicability-fewshot": JudgePrompt(
         name="applicability-fewshot",

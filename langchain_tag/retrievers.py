@@ -393,7 +393,7 @@ class ApplicabilityRetriever(BaseRetriever):
             standardise=probe.standardise,
             centre_per_input=probe.centre_per_input,
             model=self._judge.model_identity,
-            prompt_version=self._judge.prompt.version,
+            prompt_version=self._judge.prompt.scoring_version,
             note=f"fitted on {len(features)} labelled judgments ({sum(labels)} holding)",
         )
         self.calibration = fitted

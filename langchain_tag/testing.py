@@ -29,6 +29,7 @@ from typing_extensions import override
 __all__ = [
     "FakeChatModel",
     "HashingEmbeddings",
+    "asks_negation",
     "fake_extraction_reply",
     "fake_extractor",
     "fake_judge",
@@ -179,11 +180,23 @@ def judged_rule_id(prompt: str) -> str | None:
     return None
 
 
+# The statement line of a judge prompt that asks about a rule's negated condition.
+_NEGATED_STATEMENT = re.compile(r"^Statement: (the input does not contain|it is not the case that) ", re.MULTILINE)
+
+
+def asks_negation(prompt: str) -> bool:
+    """Whether a judge prompt asks about a rule's negated condition (the second half of a contrast)."""
+    block = prompt.rsplit("RULE:\n", 1)
+    return len(block) == 2 and bool(_NEGATED_STATEMENT.search(block[1]))
+
+
 def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:
     """A fake judge that says YES exactly for the given rule ids.
 
     It reads the rule id from the RULE block of the judge prompt, so it works
-    for any input and any call order.
+    for any input and any call order. Asked about a rule's negated condition
+    (:func:`asks_negation`), it gives the opposite answer, as a consistent
+    judge would.
     """
     yes = set(yes_rule_ids)
 
@@ -191,7 +204,7 @@ def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:
         rule_id = judged_rule_id(text)
         if rule_id is None:
             return "I cannot tell."
-        return "YES" if rule_id in yes else "NO"
+        return "YES" if (rule_id in yes) != asks_negation(text) else "NO"
 
     return FakeChatModel(respond=respond, **kwargs)
 

@@ -1088,13 +1088,13 @@ def run_quality(
                     reference_inputs=references,
                 )
                 calibrated = retriever.judge.calibration
-                run.judge_prompt = retriever.judge.prompt.version
+                run.judge_prompt = retriever.judge.prompt.scoring_version
                 if method.kind == "tag":
                     run.threshold = retriever.judge.decision_threshold
                 key = _fingerprint(
                     rules_key,
                     run.judge_model,
-                    retriever.judge.prompt.version,
+                    retriever.judge.prompt.scoring_version,
                     calibrated.to_dict() if calibrated else None,
                     retriever.judge.decision_threshold,
                 )

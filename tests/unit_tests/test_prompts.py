@@ -110,5 +110,6 @@ def test_an_ordinary_input_and_rule_render_as_before_the_fence(prompt: str, rule
 
 def test_judge_prompt_versions_changed_with_the_fence() -> None:
     assert JUDGE_PROMPTS["applicability"].version == "judge-applicability-v5"
-    versions = [p.version for p in JUDGE_PROMPTS.values()]
+    # A contrast prompt shares its statement half (and version) with the prompt it extends; scores differ.
+    versions = [p.scoring_version for p in JUDGE_PROMPTS.values()]
     assert len(set(versions)) == len(versions)
