@@ -461,6 +461,22 @@ DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
         note="Qwen2.5-Coder-1.5B default: per-rule reference over typical inputs and per-input median, "
         "Platt fit on development data",
     ),
+    # The contrast judge (predicate "applicability-contrast"): the same steps, fitted on the pooled development
+    # splits of the demo (26), ruff (20), pep8 (8) and wnc (34) quality sets:
+    # `langchain-tag bench fit-default --runs demo=runs/q-demo-v16,ruff=runs/q-ruff-v16-l20,pep8=runs/q-pep8-v16,
+    # wnc=runs/q-wnc-v16 --row tag-fitted --centre-inputs`. Results in benchmarks/README.md.
+    "qwen2.5-coder-1.5b#contrast": Calibration(
+        method="platt",
+        slope=3.64,
+        intercept=-3.09,
+        reference_inputs=TYPICAL_INPUTS,
+        centre_per_input=True,
+        threshold=0.161,
+        model="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        prompt_version="judge-applicability-v5+judge-applicability-negated-v1",
+        note="Qwen2.5-Coder-1.5B contrast-judge default: per-rule reference over typical inputs and per-input "
+        "median, Platt fit on development data",
+    ),
 }
 """Shipped defaults per judge model family and prompt, keyed by a lower-case fragment of the model identity
 (after a ``#``, a label that tells one family's defaults for several judge prompts apart)."""

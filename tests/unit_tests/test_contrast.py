@@ -134,3 +134,11 @@ def test_references_are_judged_with_both_halves(rules: list[Rule]) -> None:
     assert llm.calls == 2 * 5 * 3  # the input and two references, each asked both ways
     mean, _ = judge.reference_log_odds(rules[1])
     assert mean == pytest.approx(_logit(0.3) - _logit(0.6))
+
+
+def test_the_embedded_model_has_a_shipped_contrast_default() -> None:
+    contrast = JUDGE_PROMPTS["applicability-contrast"]
+    shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m", contrast.scoring_version)
+    single = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m", JUDGE_PROMPTS["applicability"].scoring_version)
+    assert shipped is not None and single is not None and shipped is not single
+    assert shipped.centre_per_input and shipped.uses_reference and shipped.threshold is not None
