@@ -395,8 +395,12 @@ class PairwiseJudge:
         if negation is None:
             return result
         negated = negation._judge_once(query, rules, callbacks)
+        return self._contrast(result, negated)
+
+    def _contrast(self, result: MatchResult, negated: MatchResult) -> MatchResult:
+        """One result from the statement halves and the negated halves of the same pairs."""
         judgments = [contrast_judgment(a, b) for a, b in zip(result.judgments, negated.judgments, strict=True)]
-        return MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
+        return MatchResult(query=result.query, predicate=self.prompt.name, judgments=judgments)
 
     def _judge_once(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
         """One call per pair with this judge's prompt (its negation aside), retried; cached pairs cost none."""
@@ -433,8 +437,7 @@ class PairwiseJudge:
         if negation is None:
             return result
         negated = await negation._ajudge_once(query, rules, callbacks)
-        judgments = [contrast_judgment(a, b) for a, b in zip(result.judgments, negated.judgments, strict=True)]
-        return MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
+        return self._contrast(result, negated)
 
     async def _ajudge_once(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
         """Async twin of :meth:`_judge_once`."""
