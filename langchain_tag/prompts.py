@@ -27,6 +27,7 @@ __all__ = [
     "EXECUTOR_PROMPTS",
     "EXTRACTION_PROMPT_VERSION",
     "JUDGE_PROMPTS",
+    "NEGATION_OPENINGS",
     "PHASE_PROMPT_VERSIONS",
     "SPAN_LABELS",
     "ExecutorPrompt",
@@ -327,6 +328,9 @@ def _render_statement(rule: Rule) -> str:
 
 _NEGATABLE = re.compile(r"^the input contains\s+", re.IGNORECASE)
 
+NEGATION_OPENINGS: tuple[str, str] = ("the input does not contain ", "it is not the case that ")
+"""How :func:`negate_condition` opens a negation: for a ``"the input contains ..."`` condition, and for any other."""
+
 
 def negate_condition(condition: str) -> str:
     """A rule's condition turned into its negation, on one line.
@@ -337,8 +341,8 @@ def negate_condition(condition: str) -> str:
     """
     text = one_line(condition)
     if _NEGATABLE.match(text):
-        return _NEGATABLE.sub("the input does not contain ", text, count=1)
-    return f"it is not the case that {text}"
+        return _NEGATABLE.sub(NEGATION_OPENINGS[0], text, count=1)
+    return NEGATION_OPENINGS[1] + text
 
 
 def _render_negated_statement(rule: Rule) -> str:

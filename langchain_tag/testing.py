@@ -26,6 +26,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 from typing_extensions import override
 
+from langchain_tag.prompts import NEGATION_OPENINGS
+
 __all__ = [
     "FakeChatModel",
     "HashingEmbeddings",
@@ -181,7 +183,9 @@ def judged_rule_id(prompt: str) -> str | None:
 
 
 # The statement line of a judge prompt that asks about a rule's negated condition.
-_NEGATED_STATEMENT = re.compile(r"^Statement: (the input does not contain|it is not the case that) ", re.MULTILINE)
+_NEGATED_STATEMENT = re.compile(
+    "^Statement: (" + "|".join(re.escape(opening) for opening in NEGATION_OPENINGS) + ")", re.MULTILINE
+)
 
 
 def asks_negation(prompt: str) -> bool:
