@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_tag.errors import TagError
+from langchain_tag.logodds import logit, sigmoid
 
 __all__ = [
     "DEFAULT_CALIBRATIONS",
@@ -71,25 +72,10 @@ __all__ = [
 Method = Literal["identity", "threshold", "platt", "isotonic"]
 METHODS: tuple[str, ...] = ("identity", "threshold", "platt", "isotonic")
 
-_EPS = 1e-4
-
-
 class CalibrationError(TagError, ValueError):
     """A calibration could not be fitted, read or applied."""
 
 
-def logit(p: float) -> float:
-    """Log-odds of ``p``, clipped away from 0 and 1."""
-    p = min(max(p, _EPS), 1 - _EPS)
-    return math.log(p / (1 - p))
-
-
-def sigmoid(x: float) -> float:
-    """The inverse of :func:`logit`."""
-    if x >= 0:
-        return 1 / (1 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1 + z)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from langchain_tag.faults import (
 from langchain_tag.parsing import ParseError, message_text, parse_verdict
 from langchain_tag.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule
+from langchain_tag.pairs import PairRequest, read_reply, render_pairs
 from langchain_tag.verdict_cache import CachedVerdict, VerdictCache, verdict_key
 
 __all__ = [
@@ -356,6 +357,52 @@ class PairwiseJudge:
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
         """The prompt for one pair."""
         return self.prompt.messages(query, rule, self.verdict_format)
+
+    def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
+        """The requests that judge ``query`` against ``rules`` (:func:`~langchain_tag.pairs.render_pairs`).
+
+        Plain data for another engine (a Ray Data pipeline, a provider batch
+        API); feed each reply back with :meth:`record`.
+        """
+        return render_pairs(self.prompt, query, rules, model=self.model_identity, verdict_format=self.verdict_format)
+
+    def reference_requests(self, rules: Sequence[Rule]) -> list[PairRequest]:
+        """The requests the calibration's reference judgments need for ``rules`` (none without references)."""
+        calibration = self.calibration
+        if calibration is None or not calibration.uses_reference:
+            return []
+        return [r for reference in calibration.reference_inputs for r in self.requests(reference, rules)]
+
+    def record(
+        self,
+        request: PairRequest,
+        text: str,
+        logprobs: Mapping[str, Any] | None = None,
+        *,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+    ) -> Judgment:
+        """Read a reply another engine got for ``request`` and keep it in the verdict cache.
+
+        Returns the pair's raw judgment (one half of it, for a contrast
+        prompt); a reply that cannot be read gives a judgment with ``error``
+        set and is not cached. A later :meth:`judge` of the same pair then
+        makes no call.
+        """
+        judgment = Judgment(
+            rule_id=request.rule_id, attempts=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+        judgment.reply = text
+        try:
+            verdict = read_reply(text, logprobs)
+        except ParseError as exc:
+            judgment.error = str(exc)
+            return judgment
+        judgment.applies = judgment.says_yes = verdict.applies
+        judgment.p_yes = verdict.probability
+        if self.cache is not None:
+            self.cache.put(request.key, CachedVerdict(verdict.applies, verdict.probability, text))
+        return judgment
 
     def _configs(self, callbacks: Callbacks, rules: Sequence[Rule]) -> list[RunnableConfig]:
         """One config per judgment: named after its rule, rule id in metadata, tagged to stay out of message streams."""

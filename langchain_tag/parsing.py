@@ -25,7 +25,9 @@ __all__ = [
     "local_ids",
     "message_text",
     "parse_json_items",
+    "logprobs_yes_probability",
     "parse_json_object",
+    "parse_reply",
     "parse_verdict",
     "with_aliases",
 ]
@@ -269,11 +271,25 @@ def parse_verdict(message: BaseMessage | str, *, threshold: float = 0.5) -> Verd
             malformed (not the documented shape, or a log-probability that is
             not a finite number at most 0).
     """
-    if isinstance(message, AIMessage):
-        prob = yes_probability(message)
-        if prob is not None:
-            return Verdict(prob >= threshold, prob, "logprobs")
-    text = message_text(message).strip()
+    logprobs = None
+    if isinstance(message, AIMessage) and message.response_metadata:
+        logprobs = message.response_metadata.get("logprobs")
+    return parse_reply(message_text(message), logprobs, threshold=threshold)
+
+
+def parse_reply(text: str, logprobs: Any = None, *, threshold: float = 0.5) -> Verdict:
+    """Read a reply given as plain data: its text and its OpenAI-style ``logprobs`` object (or ``None``).
+
+    The pure form of :func:`parse_verdict`, for replies that come from
+    outside a LangChain chat model (a batch API results file, a Ray job).
+
+    Raises:
+        ParseError: As :func:`parse_verdict`.
+    """
+    prob = logprobs_yes_probability(logprobs)
+    if prob is not None:
+        return Verdict(prob >= threshold, prob, "logprobs")
+    text = text.strip()
     decision = _json_decision(text) if text.startswith(("{", "```")) else _word_decision(text)
     if decision is None:
         raise ParseError(f"no YES/NO verdict in reply: {_preview(text)}")
@@ -356,10 +372,21 @@ def yes_probability(message: AIMessage) -> float | None:
     """P(YES) from the first generated token's top logprobs, or ``None``.
 
     Reads the OpenAI chat-completions shape that langchain-openai puts in
-    ``response_metadata["logprobs"]["content"]``; the first entry's
-    ``top_logprobs`` list is searched for YES-like and NO-like tokens.
-    ``None`` when the message has no logprobs or none of the first token's
-    candidates is YES- or NO-like.
+    ``response_metadata["logprobs"]`` (:func:`logprobs_yes_probability`).
+
+    Raises:
+        ParseError: When the logprobs are there but malformed.
+    """
+    logprobs = message.response_metadata.get("logprobs") if message.response_metadata else None
+    return logprobs_yes_probability(logprobs)
+
+
+def logprobs_yes_probability(logprobs: Any) -> float | None:
+    """P(YES) from an OpenAI chat-completions ``logprobs`` object, or ``None``.
+
+    The first entry of ``logprobs["content"]`` is read: its ``top_logprobs``
+    list is searched for YES-like and NO-like tokens. ``None`` when there are
+    no logprobs or none of the first token's candidates is YES- or NO-like.
 
     Raises:
         ParseError: When the logprobs are there but malformed: not the
@@ -367,7 +394,6 @@ def yes_probability(message: AIMessage) -> float | None:
             log-probability that is not a finite number at most 0 (NaN,
             ``"abc"``, 1000).
     """
-    logprobs = message.response_metadata.get("logprobs") if message.response_metadata else None
     if logprobs is None:
         return None
     if not isinstance(logprobs, Mapping):
