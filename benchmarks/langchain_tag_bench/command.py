@@ -74,7 +74,8 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
         "chunks_applicability, tag-no-pN, phases, 2x2, all "
         f"(default: {DEFAULT_METHODS['nba']}; with --retrieval-only: {DEFAULT_RETRIEVAL_METHODS}); quality: "
         "tag-domain, tag, tag-raw, tag-calibrated:FILE, tag-fitted, all_rules, rules_similarity[@K], "
-        "chunks_similarity[@K], all (default: all)",
+        "chunks_similarity[@K], llm_filter, listwise[@K] (LangChain's LLMChainFilter and LLMListwiseRerank on the "
+        "judge's model), all (default: all, which leaves the LangChain rows out)",
     )
     p.add_argument(
         "--limit", type=_positive, help="at most N items (nba: spread evenly over the levels; quality: per split)"
@@ -330,9 +331,12 @@ def run_quality_command(args: argparse.Namespace) -> int:
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
     quality_set = load_quality_set(args.quality_set, cache_dir=cache_dir, pep8_path=args.pep8, data_path=args.data)
     out = Path(args.out or f"runs/bench-quality-{quality_set.name}")
-    judge = None
+    judge = peer_llm = None
     if any(m.judged for m in methods):
         judge = get_chat_model(model_config_for(args.judge_llm or args.llm), role="judge")
+    if any(m.peer for m in methods):
+        # LangChain's compressors on the judge's model, as an ordinary chat model (free reply, structured output).
+        peer_llm = get_chat_model(model_config_for(args.judge_llm or args.llm), role="executor")
 
     def extractor() -> Any:
         return get_chat_model(model_config_for(args.llm), role="extractor")
@@ -341,6 +345,7 @@ def run_quality_command(args: argparse.Namespace) -> int:
     run = run_quality(
         quality_set,
         judge=judge,
+        peer_llm=peer_llm,
         extractor=None if args.rules else extractor,
         rules=args.rules,
         splits=SPLITS if args.split == "both" else (args.split,),

@@ -18,7 +18,10 @@ reference inputs cost calls), ``tag-fitted`` (each rule's mean log-odds over
 :data:`~langchain_tag.calibration.TYPICAL_INPUTS` subtracted, then Platt and the threshold fitted on the run's own dev
 cases and applied to test: how a default calibration for a new judge model or judge prompt is made; written to
 ``OUT/fitted-calibration.json``), ``all_rules``, ``rules_similarity@K`` (K = 1, 3, 5) and ``chunks_similarity@K``
-(K = 1, 2, 3, 5), top-K by embedding similarity in an in-memory Chroma.
+(K = 1, 2, 3, 5), top-K by embedding similarity in an in-memory Chroma; and LangChain's own LLM compressors over
+the same rule documents (:mod:`~langchain_tag_bench.peers`): ``llm_filter`` (``LLMChainFilter``, one call per rule)
+and ``listwise@K`` (``LLMListwiseRerank``, one call per case, the first K of its ranking; K = 1, 3, 5), run on a
+``peer_llm`` (the judge's model as an ordinary chat model) with their calls and tokens counted by a callback handler.
 
 Each (method, case) is one JSON line in ``OUT/records.jsonl`` (:class:`~langchain_tag_bench.runlog.RunLog`), the
 judged ones with every judgment (rule id, raw P(YES), calibrated score), so a rerun resumes and makes no call it made
@@ -99,8 +102,19 @@ MIN_SHARE = 0.5
 """A unit counts for a statement it covers by at least this share (of the statement, or of a rule's source)."""
 
 Kind = Literal[
-    "tag", "tag-domain", "tag-raw", "tag-calibrated", "tag-fitted", "all_rules", "rules_similarity", "chunks_similarity"
+    "tag",
+    "tag-domain",
+    "tag-raw",
+    "tag-calibrated",
+    "tag-fitted",
+    "all_rules",
+    "rules_similarity",
+    "chunks_similarity",
+    "llm_filter",
+    "listwise",
 ]
+LISTWISE_KS = (1, 3, 5)
+"""The K of ``listwise`` without ``@K``; every K reads the one ranking recorded per case."""
 DOMAIN_REFERENCES = 12
 """How many development inputs (unlabelled, spread over the split) ``tag-domain`` takes as its reference sample."""
 
@@ -455,10 +469,18 @@ class QualityMethod:
 
     @property
     def record_method(self) -> str | None:
-        """The records this row reads (``tag-raw`` reads ``tag``'s; ``all_rules`` needs none)."""
+        """The records this row reads (``tag-raw`` reads ``tag``'s, ``listwise@K`` the ``listwise`` ranking;
+        ``all_rules`` needs none)."""
         if self.kind == "all_rules":
             return None
+        if self.kind == "listwise":
+            return "listwise"
         return "tag" if self.kind == "tag-raw" else self.name
+
+    @property
+    def peer(self) -> bool:
+        """Whether the row runs one of LangChain's LLM compressors (on the ``peer_llm``)."""
+        return self.kind in ("llm_filter", "listwise")
 
     @property
     def judged(self) -> bool:
@@ -480,13 +502,18 @@ class QualityMethod:
             return "TAG, fitted on dev (`tag-fitted`)"
         if self.kind == "all_rules":
             return "all rules"
+        if self.kind == "llm_filter":
+            return "LangChain `LLMChainFilter` (`llm_filter`)"
+        if self.kind == "listwise":
+            return f"LangChain `LLMListwiseRerank` top-{self.k} (`listwise@{self.k}`)"
         units = "rules" if self.kind == "rules_similarity" else "chunks"
         return f"{units} + similarity top-{self.k}"
 
 
 def parse_quality_methods(text: str) -> list[QualityMethod]:
     """Parse ``--methods``: ``tag``, ``tag-raw``, ``tag-calibrated:FILE``, ``tag-fitted``, ``all_rules``,
-    ``rules_similarity[@K]``, ``chunks_similarity[@K]`` (without ``@K``: K in 1, 3, 5 and 1, 2, 3, 5), ``all``.
+    ``rules_similarity[@K]``, ``chunks_similarity[@K]`` (without ``@K``: K in 1, 3, 5 and 1, 2, 3, 5),
+    ``llm_filter``, ``listwise[@K]`` (without ``@K``: K in 1, 3, 5), ``all`` (the default rows; not the peers).
 
     Raises:
         ValueError: On an unknown name, a bad K or a missing calibration file.
@@ -503,7 +530,7 @@ def parse_quality_methods(text: str) -> list[QualityMethod]:
             for name in DEFAULT_QUALITY_METHODS.split(","):
                 for method in parse_quality_methods(name):
                     add(method)
-        elif part in ("tag", "tag-domain", "tag-raw", "tag-fitted", "all_rules"):
+        elif part in ("tag", "tag-domain", "tag-raw", "tag-fitted", "all_rules", "llm_filter"):
             add(QualityMethod(part, part))  # type: ignore[arg-type]
         elif part.startswith("tag-calibrated:"):
             path = part.partition(":")[2]
@@ -512,18 +539,17 @@ def parse_quality_methods(text: str) -> list[QualityMethod]:
             add(QualityMethod(part, "tag-calibrated", calibration_file=str(Path(path).expanduser())))
         else:
             base, _, k_text = part.partition("@")
-            if base not in ("rules_similarity", "chunks_similarity"):
+            if base not in ("rules_similarity", "chunks_similarity", "listwise"):
                 raise ValueError(
                     f"unknown method {part!r}; choose from tag, tag-domain, tag-raw, tag-calibrated:FILE, tag-fitted, "
-                    "all_rules, "
-                    "rules_similarity[@K], chunks_similarity[@K], all"
+                    "all_rules, rules_similarity[@K], chunks_similarity[@K], llm_filter, listwise[@K], all"
                 )
             if k_text:
                 if not k_text.isdigit() or int(k_text) < 1:
                     raise ValueError(f"method {part!r}: K must be a positive integer")
                 ks: tuple[int, ...] = (int(k_text),)
             else:
-                ks = RULE_KS if base == "rules_similarity" else CHUNK_KS
+                ks = {"rules_similarity": RULE_KS, "chunks_similarity": CHUNK_KS, "listwise": LISTWISE_KS}[base]
             for k in ks:
                 add(QualityMethod(f"{base}@{k}", base, k=k))  # type: ignore[arg-type]
     if not methods:
@@ -551,6 +577,9 @@ class QualityRow:
             a statement; ``None`` for unjudged rows.
         judge_calls: Judge calls made for the row's records (``None``: the row made none of its own).
         seconds: Mean seconds per case (``None``: as ``judge_calls``).
+        calls: Mean model calls per case (``None``: as ``judge_calls``).
+        prompt_tokens: Mean prompt tokens per case, as the model reported them (``None``: as ``judge_calls``).
+        failures: Cases whose record holds an error (a peer that raised, or a judgment that failed).
     """
 
     method: QualityMethod
@@ -564,6 +593,9 @@ class QualityRow:
     ece: float | None
     judge_calls: int | None
     seconds: float | None
+    calls: float | None = None
+    prompt_tokens: float | None = None
+    failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -607,6 +639,7 @@ class QualityRun:
         chunk_map: Chunk id -> statements.
         judge_model: The judge's identity (``None`` without a judge).
         judge_prompt: The judge prompt's version, when judged.
+        peer_model: The identity of the peer rows' model, when they are chosen.
         threshold: The ``tag`` row's decision threshold, when judged.
         new_records: Records written by this call.
         judge_calls: Judge calls made by this call, the calibration's reference judgments included.
@@ -625,6 +658,7 @@ class QualityRun:
     chunk_map: dict[str, set[str]]
     judge_model: str | None = None
     judge_prompt: str | None = None
+    peer_model: str | None = None
     threshold: float | None = None
     new_records: int = 0
     judge_calls: int = 0
@@ -650,6 +684,8 @@ class QualityRun:
                 return None
             threshold = fitted.threshold if fitted.threshold is not None else 0.5
             return [j["rule_id"] for j in record["judgments"] if _fitted_score(fitted, j) >= threshold]
+        if method.kind == "listwise":
+            return list(record["units"])[: method.k or 1]
         return list(record["units"])
 
     def fitted(self) -> Calibration | None:
@@ -743,6 +779,7 @@ class QualityRun:
                     continue
                 precision, recall, f1 = score_pairs(predicted, gold)
                 records = [self.record(method.record_method, cid) for cid in gold] if method.record_method else []
+                records = [r for r in records if r]
                 own = method.kind not in ("tag-raw", "all_rules")
                 rows.append(
                     QualityRow(
@@ -755,8 +792,13 @@ class QualityRun:
                         units=statistics.mean(units),
                         statements=statistics.mean(len(s) for s in predicted.values()),
                         ece=self._ece(method, list(gold)) if method.judged else None,
-                        judge_calls=sum(int(r.get("calls", 0)) for r in records if r) if own else None,
-                        seconds=statistics.mean(float(r.get("seconds", 0.0)) for r in records if r) if own else None,
+                        judge_calls=sum(int(r.get("calls", 0)) for r in records) if own else None,
+                        seconds=statistics.mean(float(r.get("seconds", 0.0)) for r in records) if own else None,
+                        calls=statistics.mean(int(r.get("calls", 0)) for r in records) if own else None,
+                        prompt_tokens=(
+                            statistics.mean(int(r.get("prompt_tokens") or 0) for r in records) if own else None
+                        ),
+                        failures=sum(1 for r in records if _failed(r)),
                     )
                 )
         return rows
@@ -828,6 +870,11 @@ def _fitted_score(calibration: Calibration, judgment: Mapping[str, Any]) -> floa
     return sigmoid(calibration.slope * float(feature) + calibration.intercept)
 
 
+def _failed(record: Mapping[str, Any]) -> bool:
+    """Whether a record holds an error: a peer that raised, or a judgment that failed."""
+    return bool(record.get("error")) or any(j.get("error") for j in record.get("judgments") or ())
+
+
 def _raw_yes(judgment: Mapping[str, Any]) -> bool:
     if judgment.get("p_yes") is not None:
         return float(judgment["p_yes"]) >= 0.5
@@ -889,17 +936,19 @@ class _CallCounter:
 
     def wrap(self) -> BaseChatModel:
         counter = self
-        original = self.llm.batch
+        for name in ("batch", "batch_as_completed"):
+            original = getattr(self.llm, name)
 
-        def batch(inputs: Any, *args: Any, **kwargs: Any) -> Any:
-            counter.calls += len(inputs)
-            return original(inputs, *args, **kwargs)
+            def counted(inputs: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                counter.calls += len(inputs)
+                return _original(inputs, *args, **kwargs)
 
-        object.__setattr__(self.llm, "batch", batch)
+            object.__setattr__(self.llm, name, counted)
         return self.llm
 
     def unwrap(self) -> None:
-        object.__delattr__(self.llm, "batch")
+        for name in ("batch", "batch_as_completed"):
+            object.__delattr__(self.llm, name)
 
 
 def _extract(
@@ -933,6 +982,7 @@ def run_quality(
     quality_set: QualitySet,
     *,
     judge: BaseChatModel | None = None,
+    peer_llm: BaseChatModel | None = None,
     extractor: BaseChatModel | Callable[[], BaseChatModel] | None = None,
     rules: Sequence[Rule] | str | Path | None = None,
     embeddings: Embeddings | Callable[[], Embeddings] | None = None,
@@ -952,6 +1002,9 @@ def run_quality(
     Args:
         quality_set: The set (:func:`load_quality_set`).
         judge: The pairwise judge (needed by the ``tag`` rows).
+        peer_llm: The chat model of the ``llm_filter`` and ``listwise`` rows: the judge's model as an ordinary
+            chat model (LangChain's compressors parse a free reply and a structured output, which the judge's
+            one-token setting cannot give).
         extractor: The extraction model, or a factory called only when extraction runs; used when ``rules`` is
             not given.
         rules: The rule set (rules, or a JSONL rule file) instead of extracting.
@@ -971,7 +1024,8 @@ def run_quality(
         on_record: Called with each new record.
 
     Raises:
-        ValueError: Without rules or an extractor, without a judge for judged rows, or with an empty rule set.
+        ValueError: Without rules or an extractor, without a judge for judged rows, without a ``peer_llm`` for the
+            peer rows, or with an empty rule set.
     """
     from langchain_tag.verdict_cache import SQLiteVerdictCache
 
@@ -982,6 +1036,8 @@ def run_quality(
         raise ValueError(f"splits must be among dev, test; got {', '.join(splits) or 'none'}")
     if any(m.judged for m in chosen) and judge is None:
         raise ValueError("a judge model is needed for the tag rows: " + ", ".join(m.name for m in chosen if m.judged))
+    if any(m.peer for m in chosen) and peer_llm is None:
+        raise ValueError("a peer_llm is needed for the LangChain rows: " + ", ".join(m.name for m in chosen if m.peer))
     if any(m.kind == "tag-raw" for m in chosen) and not any(m.kind == "tag" for m in chosen):
         chosen.insert(0, QualityMethod("tag", "tag"))  # tag-raw reads tag's judgments
 
@@ -1031,6 +1087,15 @@ def run_quality(
     # Names the embeddings in the similarity records' fingerprint without building them.
     embeddings_name = type(embeddings).__name__ if isinstance(embeddings, Embeddings) else "default"
     stores: dict[str, VectorStore] = {}
+    # The listwise rows share one ranking per case, recorded once under ``listwise``.
+    passes: list[QualityMethod] = []
+    for method in chosen:
+        if method.kind == "listwise":
+            if not any(p.name == "listwise" for p in passes):
+                passes.append(QualityMethod("listwise", "listwise"))
+        elif method.record_method == method.name:
+            passes.append(method)
+    peer_documents = rule_documents_for_peers(rule_list) if any(m.peer for m in passes) else []
 
     def embed() -> Embeddings:
         if not embedder:
@@ -1056,9 +1121,7 @@ def run_quality(
     try:
         if counter is not None:
             counter.wrap()
-        for method in chosen:
-            if method.record_method != method.name:
-                continue  # tag-raw and all_rules have no records of their own
+        for method in passes:
             retriever: ApplicabilityRetriever | None = None
             if method.judged:
                 assert judge is not None
@@ -1098,6 +1161,10 @@ def run_quality(
                     calibrated.to_dict() if calibrated else None,
                     retriever.judge.decision_threshold,
                 )
+            elif method.peer:
+                assert peer_llm is not None
+                run.peer_model = model_identity(peer_llm)
+                key = _fingerprint(rules_key, run.peer_model, method.kind, _classic_version())
             else:
                 source = rules_key if method.kind == "rules_similarity" else quality_set.policy_text
                 key = _fingerprint(source, embeddings_name, method.k)
@@ -1111,7 +1178,11 @@ def run_quality(
                 len(cases), len(cases) - len(todo), f"{quality_set.name} {method.name}", show_progress
             ) as bar:
                 for case in todo:
-                    record = _select(method, case, quality_set.case_text(case), retriever, store, key, rules_by_id)
+                    if method.peer:
+                        assert peer_llm is not None
+                        record = _peer_select(method, case, quality_set.case_text(case), peer_llm, peer_documents, key)
+                    else:
+                        record = _select(method, case, quality_set.case_text(case), retriever, store, key, rules_by_id)
                     log.append(record)
                     run.new_records += 1
                     if on_record is not None:
@@ -1125,6 +1196,49 @@ def run_quality(
         run.notes.append(f"{redone} records were redone: made with other rules, another judge or calibration")
     run.seconds = time.perf_counter() - start
     return run
+
+
+def rule_documents_for_peers(rules: Sequence[Rule]) -> list[Document]:
+    """The rule documents the peers receive (those the ``rules_similarity`` rows search)."""
+    from langchain_tag_bench.peers import rule_documents
+
+    return rule_documents(rules)
+
+
+def _classic_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("langchain-classic")
+    except PackageNotFoundError:  # pragma: no cover - a source checkout
+        return "unknown"
+
+
+def _peer_select(
+    method: QualityMethod,
+    case: Mapping[str, Any],
+    text: str,
+    llm: BaseChatModel,
+    documents: Sequence[Document],
+    key: str,
+) -> dict[str, Any]:
+    from langchain_tag_bench.peers import filter_rules, listwise_rank
+
+    outcome = (filter_rules if method.kind == "llm_filter" else listwise_rank)(llm, documents, text)
+    record: dict[str, Any] = {
+        "method": method.name,
+        "key": case["id"],
+        "split": case["split"],
+        "fingerprint": key,
+        "units": outcome.rule_ids,
+        "calls": outcome.calls,
+        "prompt_tokens": outcome.prompt_tokens,
+        "completion_tokens": outcome.completion_tokens,
+    }
+    if outcome.error:
+        record["error"] = outcome.error
+    record["seconds"] = round(outcome.seconds, 3)
+    return record
 
 
 def _select(
@@ -1188,17 +1302,19 @@ def quality_table(run: QualityRun) -> str:
         f"Quality set `{qs.name}`: {len(qs.statements)} statements, {len(run.cases)} cases scored "
         f"({n_dev} dev, {len(run.cases) - n_dev} test); {len(run.rules)} rules ({run.rules_from})"
         + (f"; judge {run.judge_model}, `tag` threshold {run.threshold:.2f}" if run.threshold is not None else "")
+        + (f"; LangChain rows on {run.peer_model}" if run.peer_model else "")
         + ".",
         "",
         "| method | split | cases | P | R | F1 | units per case | statements per case | ECE | judge calls "
-        "| s per case |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| s per case | calls per case | prompt tokens per case | failed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in run.rows():
         calls = "-" if row.judge_calls is None else f"{row.judge_calls:,}"
         lines.append(
             f"| {row.method.label} | {row.split} | {row.n} | {row.precision:.2f} | {row.recall:.2f} | {row.f1:.2f} | "
-            f"{row.units:.2f} | {row.statements:.2f} | {_num(row.ece, 3)} | {calls} | {_num(row.seconds, 1)} |"
+            f"{row.units:.2f} | {row.statements:.2f} | {_num(row.ece, 3)} | {calls} | {_num(row.seconds, 1)} | "
+            f"{_num(row.calls, 1)} | {_num(row.prompt_tokens, 0)} | {row.failures} |"
         )
     ext = run.extraction()
     polarity = "-" if ext.correct_polarity is None else f"{len(ext.correct_polarity)}/{ext.statements}"
@@ -1217,6 +1333,8 @@ def quality_table(run: QualityRun) -> str:
         "- `tag-raw` reuses the `tag` judgments (no calls of its own). Judge calls count the pairs judged for each "
         "row's records; the reference judgments of a calibration are made once per rule on top "
         f"(this call made {run.judge_calls:,} judge calls in all).",
+        "- Calls, prompt tokens and seconds are per case, from the records; `listwise@K` rows share one ranking call "
+        "per case. A failed case (an error in its record) counts as selecting nothing.",
         "- Correct polarity is a judge-based proxy, not a reading of the rule: a statement counts when a rule mapping "
         "to it has a higher mean raw P(YES) on the dev cases that violate the statement than on the other dev cases.",
     ]
