@@ -1,49 +1,65 @@
 """Pairwise matching: one LLM judgment per (input, rule) pair.
 
-:class:`PairwiseJudge` builds the prompt for each pair, sends them through the
-chat model's ``batch``/``abatch`` with bounded concurrency, reads each verdict
-(first-token logprobs where offered, the reply text otherwise), retries a
-malformed or failed reply once, and counts what still fails as NO, reporting
-it in the :class:`MatchResult`. With a verdict cache
-(:mod:`langchain_tag.verdict_cache`) a pair judged before costs no call.
+:class:`PairwiseJudge` composes the judging core: it renders each pair
+(:func:`~langchain_tag.pairs.render_pairs`), sends the requests through the
+package's one call runner (:class:`~langchain_tag.runner.CallRunner`: bounded
+concurrency, retries, the verdict cache, token accounting), reads each reply
+(:func:`~langchain_tag.parsing.parse_verdict`), and hands the raw judgments to
+the scorer (:class:`~langchain_tag.calibration.Scorer`), which decides them.
+A reply that still fails after its retry is counted as NO and reported in
+the :class:`MatchResult`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
 
-from langchain_tag.calibration import Calibration, check_reference_inputs, default_calibration, logit, sigmoid
-from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError
-from langchain_tag.faults import (
-    backoff_delay,
-    client_retries,
-    describe_error,
-    describe_model,
-    is_transient,
-    model_identity,
+from langchain_tag.calibration import (
+    Calibration,
+    ReferenceBook,
+    Scorer,
+    check_reference_inputs,
+    default_calibration,
 )
-from langchain_tag.parsing import ParseError, message_text, parse_verdict
+from langchain_tag.context_window import (
+    CONTEXT_TOKENS_ENV,
+    check_context,
+    context_tokens_from_env,
+    estimate_tokens,
+)
+from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError
+from langchain_tag.faults import describe_model, model_identity
+from langchain_tag.pairs import (
+    Judgment,
+    MatchResult,
+    PairRequest,
+    combine_halves,
+    contrast_judgment,
+    read_reply,
+    render_pairs,
+    to_messages,
+)
+from langchain_tag.parsing import ParseError, Verdict, parse_verdict
 from langchain_tag.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule
-from langchain_tag.pairs import PairRequest, read_reply, render_pairs
-from langchain_tag.verdict_cache import CachedVerdict, VerdictCache, verdict_key
+from langchain_tag.runner import CallRunner, Outcome, Request
+from langchain_tag.verdict_cache import CachedVerdict, VerdictCache
 
 __all__ = [
     "CONTEXT_TOKENS_ENV",
     "JUDGE_TAGS",
     "ChatRunnable",
     "InputTooLongError",
+    "JudgeState",
     "Judgment",
     "MatchResult",
     "PairwiseJudge",
@@ -56,7 +72,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
 
 ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
 """A chat model or any runnable built from one (``llm.bind(...)``, ``.with_retry()``, ``.with_fallbacks()``)."""
@@ -89,158 +104,6 @@ def configure_judge(llm: ChatRunnable, verdict_format: VerdictFormat = "token") 
     return llm.bind(**options)
 
 
-CONTEXT_TOKENS_ENV = "LANGCHAIN_TAG_CONTEXT_TOKENS"
-"""Environment variable giving the judge model's context window when a judge is built without ``context_tokens``."""
-
-
-def context_tokens_from_env(environ: Mapping[str, str] | None = None) -> int | None:
-    """The context window set in ``LANGCHAIN_TAG_CONTEXT_TOKENS``, or ``None`` when it is unset or empty.
-
-    Args:
-        environ: Mapping to read instead of ``os.environ``.
-
-    Raises:
-        ValueError: When it is set to anything but a positive integer.
-    """
-    raw = (os.environ if environ is None else environ).get(CONTEXT_TOKENS_ENV, "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{CONTEXT_TOKENS_ENV} must be an integer, got {raw!r}.") from None
-    if value < 1:
-        raise ValueError(f"{CONTEXT_TOKENS_ENV} must be positive, got {value}.")
-    return value
-
-
-def estimate_tokens(text: str) -> int:
-    """A deliberately high token estimate: one token per three characters.
-
-    Real tokenisers give about four characters per token for English prose and
-    fewer for code; erring high refuses a borderline input rather than letting
-    the provider cut it.
-    """
-    return len(text) // 3 + 1
-
-
-@dataclass
-class Judgment:
-    """The verdict for one (input, rule) pair.
-
-    Attributes:
-        rule_id: The rule judged.
-        applies: Final decision (``False`` when the judgment failed).
-        probability: Raw P(YES) from logprobs, when available. With a judge
-            prompt that has a negation (:attr:`JudgePrompt.negation`), the
-            contrast of its two answers: ``sigmoid(logit(statement_probability)
-            - logit(negation_probability))``.
-        score: The calibrated score the threshold was applied to (equal to
-            ``probability`` without a calibration), when available.
-        error: Why the judgment failed, if it did (then counted as NO).
-        attempts: How many calls were made for this pair.
-        prompt_tokens: Prompt tokens reported by the model, summed over attempts.
-        completion_tokens: Completion tokens, summed over attempts.
-        reply: The last reply text.
-        cached: Whether the verdict came from the verdict cache (no call made).
-        statement_probability: With a negation prompt: P(YES) that the rule's condition holds.
-        negation_probability: With a negation prompt: P(YES) that its negation holds.
-    """
-
-    rule_id: str
-    applies: bool = False
-    probability: float | None = None
-    score: float | None = None
-    error: str | None = None
-    attempts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reply: str = ""
-    cached: bool = False
-    statement_probability: float | None = None
-    negation_probability: float | None = None
-
-
-def contrast_judgment(statement: Judgment, negation: Judgment) -> Judgment:
-    """One pair's judgment from its two halves: the condition asked, and its negation asked.
-
-    The probability is ``sigmoid(logit(p) - logit(q))`` for P(YES) ``p`` on
-    the condition and ``q`` on its negation, so a judge that leans to YES on
-    both halves, or an input that lifts both, moves it little. Without
-    logprobs the verdict is YES when the condition got YES and its negation
-    NO. A failed half fails the pair; calls and tokens are summed.
-    """
-    error = statement.error or (f"negation: {negation.error}" if negation.error else None)
-    p, q = statement.probability, negation.probability
-    probability = sigmoid(logit(p) - logit(q)) if error is None and p is not None and q is not None else None
-    return Judgment(
-        rule_id=statement.rule_id,
-        applies=error is None and statement.applies and not negation.applies,
-        probability=probability,
-        error=error,
-        attempts=statement.attempts + negation.attempts,
-        prompt_tokens=statement.prompt_tokens + negation.prompt_tokens,
-        completion_tokens=statement.completion_tokens + negation.completion_tokens,
-        reply=f"{statement.reply} | negation: {negation.reply}",
-        cached=statement.cached and negation.cached,
-        statement_probability=p,
-        negation_probability=q,
-    )
-
-
-@dataclass
-class MatchResult:
-    """All judgments for one input, in rule order."""
-
-    query: str
-    predicate: str
-    judgments: list[Judgment] = field(default_factory=list)
-
-    @property
-    def matched(self) -> list[Judgment]:
-        """Judgments that said YES, highest (calibrated) score first, then rule order."""
-        yes = [j for j in self.judgments if j.applies]
-        order = {id(j): i for i, j in enumerate(yes)}
-        return sorted(yes, key=lambda j: (-(j.score if j.score is not None else 1.0), order[id(j)]))
-
-    @property
-    def failed(self) -> list[Judgment]:
-        """Judgments that failed after the retry and were counted as NO."""
-        return [j for j in self.judgments if j.error is not None]
-
-    @property
-    def calls(self) -> int:
-        """LLM calls made."""
-        return sum(j.attempts for j in self.judgments)
-
-    @property
-    def cache_hits(self) -> int:
-        """Judgments answered from the verdict cache."""
-        return sum(1 for j in self.judgments if j.cached)
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Prompt tokens over all calls."""
-        return sum(j.prompt_tokens for j in self.judgments)
-
-    @property
-    def completion_tokens(self) -> int:
-        """Completion tokens over all calls."""
-        return sum(j.completion_tokens for j in self.judgments)
-
-
-def _usable(hit: CachedVerdict) -> bool:
-    """Whether a cached verdict can be served: a probability, if stored, is a number within [0, 1]."""
-    p = hit.probability
-    return p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0.0 <= p <= 1.0)
-
-
-def scored_pairs(rules: Sequence[Rule], result: MatchResult) -> list[tuple[Rule, Judgment]]:
-    """The ``(rule, judgment)`` pairs of a result whose judgment gave a probability without error."""
-    pairs = zip(rules, result.judgments, strict=True)
-    return [(r, j) for r, j in pairs if j.probability is not None and j.error is None]
-
-
 def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
     """Return the judge prompt for a registry name or pass one through.
 
@@ -256,6 +119,80 @@ def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
         raise ValueError(f"unknown judge predicate {predicate!r}; choose one of: {known}") from None
 
 
+def scored_pairs(rules: Sequence[Rule], result: MatchResult) -> list[tuple[Rule, Judgment]]:
+    """The ``(rule, judgment)`` pairs of a result whose judgment gave a P(YES) without error."""
+    pairs = zip(rules, result.judgments, strict=True)
+    return [(r, j) for r, j in pairs if j.p_yes is not None and j.error is None]
+
+
+@dataclass
+class JudgeState:
+    """What judging keeps between calls; the per-call judges of one retriever share it.
+
+    Attributes:
+        references: Reference judgments' log-odds, keyed by model, prompt, input and rule.
+        defaults: Shipped calibrations resolved for (model, scoring version, reference inputs).
+        identities: Model identities already worked out, by the model object's id.
+        warned: Warnings given once (for example that replies carry no logprobs).
+    """
+
+    references: dict[str, float] = field(default_factory=dict)
+    defaults: dict[tuple[str, str, tuple[str, ...] | None], Calibration | None] = field(default_factory=dict)
+    identities: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
+
+
+class _VerdictStore:
+    """The verdict cache seen by the call runner: a usable cached verdict is a finished outcome."""
+
+    def __init__(self, cache: VerdictCache) -> None:
+        self.cache = cache
+
+    def get(self, request: Request[Any]) -> Outcome[Any] | None:
+        hit = self.cache.get(request.key) if request.key is not None else None
+        p = None if hit is None else hit.probability
+        if hit is None or not (p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1)):
+            return None
+        return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
+
+    def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
+        verdict = outcome.value
+        if request.key is not None and verdict is not None:
+            self.cache.put(request.key, CachedVerdict(verdict.applies, verdict.probability, outcome.reply))
+
+
+def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
+    """A pair's raw judgment from the runner's outcome (not yet scored)."""
+    verdict = outcome.value if outcome.ok else None
+    return Judgment(
+        rule_id=rule_id,
+        p_yes=verdict.probability if verdict is not None else None,
+        error=outcome.error,
+        attempts=outcome.attempts,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+        reply=outcome.reply,
+        cached=outcome.stored,
+        says_yes=verdict.applies if verdict is not None else False,
+    )
+
+
+def _unique(requests: Sequence[PairRequest]) -> tuple[list[PairRequest], list[int]]:
+    """Requests with repeats dropped (a reference input equal to the query), and where each one went."""
+    unique: list[PairRequest] = []
+    seen: dict[str, int] = {}
+    index = []
+    for request in requests:
+        if request.key not in seen:
+            seen[request.key] = len(unique)
+            unique.append(request)
+        index.append(seen[request.key])
+    return unique, index
+
+
+_UNSET: Any = object()
+
+
 class PairwiseJudge:
     """Judge every (input, rule) pair independently with one chat model.
 
@@ -263,43 +200,32 @@ class PairwiseJudge:
         llm: Any chat model, or a runnable built from one
             (``llm.bind(logprobs=True, top_logprobs=5, max_tokens=1)``,
             ``.with_retry()``, ``.with_fallbacks([...])``). A bare
-            OpenAI-compatible model with no logprobs configured gets
-            ``logprobs=True, top_logprobs=5`` and, for ``"token"`` verdicts,
-            ``max_tokens=1`` bound (:func:`configure_judge`). When no reply
-            carries logprobs, one warning says that verdicts are read from
-            the text, so no score is given and threshold and calibration do
-            not apply.
-        prompt: A :class:`JudgePrompt` or its registry name.
+            OpenAI-compatible model with no logprobs configured gets them
+            bound (:func:`configure_judge`). When no reply carries logprobs,
+            one warning says verdicts are read from the text, with no score.
+        predicate: A :class:`JudgePrompt` or its registry name
+            (``prompt=`` is its deprecated alias).
         verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
-        threshold: Calibrated score at or above which a logprob verdict is
-            YES; ``None`` takes the calibration's threshold, else 0.5.
+        threshold: Calibrated score at or above which a verdict is YES;
+            ``None`` takes the calibration's threshold, else 0.5.
         max_concurrency: Most judgments in flight at once.
         max_attempts: Calls per pair before a failure is counted as NO.
-        cache: A verdict cache; pairs found there cost no call, and new
-            verdicts are stored (failed judgments are not).
-        retry_backoff: Base delay in seconds (exponential, with jitter)
-            before resending requests that raised, when the model's own
-            client does not retry them (see :mod:`langchain_tag.faults`).
-        calibration: Maps raw P(YES) to the calibrated score the threshold
-            applies to (:mod:`langchain_tag.calibration`); ``"default"``
-            takes the shipped calibration for the judge's model family and
-            prompt version when there is one (raw P(YES) otherwise); ``None``
-            uses raw P(YES).
-        context_tokens: The judge model's context window. When set, a query
-            whose prompt (estimated by :func:`estimate_tokens`) would not fit
-            is refused with :class:`InputTooLongError` before any call; the
-            input is never truncated, since a cut input could change verdicts
-            silently. ``None`` takes ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when it
-            is set (:func:`context_tokens_from_env`), else skips the check.
+        cache: A verdict cache; pairs found there cost no call.
+        retry_backoff: Base delay in seconds before resending requests that
+            raised, when the model's own client does not retry them.
+        context_tokens: The judge model's context window; a query whose prompt
+            would not fit is refused with :class:`InputTooLongError` before any
+            call. ``None`` takes ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when set.
+        calibration: ``"default"`` (the shipped calibration for the judge's
+            model family and prompt, raw P(YES) without one), a
+            :class:`~langchain_tag.calibration.Calibration`, or ``None``.
         strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError`
-            when any judgment failed after its last attempt, instead of
-            counting it as NO with a logged warning.
-        reference_inputs: A sample of your own unlabelled inputs (8 to 20
-            typical ones): with ``calibration="default"`` the judge takes the
-            model family's domain-reference default, which centres and scales
-            each rule's log-odds on this sample
-            (:func:`~langchain_tag.calibration.default_calibration`). Each
-            input is judged once per rule (through the cache).
+            when any judgment failed, instead of counting it as NO.
+        reference_inputs: A sample of your own unlabelled inputs (8 to 20):
+            with ``calibration="default"``, the model family's domain-reference
+            default centres and scales each rule's log-odds on it.
+        state: What is kept between calls (reference judgments, warnings
+            given); a retriever passes its own so its per-call judges share it.
 
     Raises:
         ValueError: On a bad threshold, concurrency or attempt count, or
@@ -310,7 +236,7 @@ class PairwiseJudge:
     def __init__(
         self,
         llm: ChatRunnable,
-        prompt: str | JudgePrompt = "applicability",
+        predicate: str | JudgePrompt = "applicability",
         *,
         verdict_format: VerdictFormat = "token",
         threshold: float | None = None,
@@ -322,38 +248,108 @@ class PairwiseJudge:
         calibration: Calibration | Literal["default"] | None = "default",
         strict: bool = False,
         reference_inputs: Sequence[str] | None = None,
+        state: JudgeState | None = None,
+        prompt: str | JudgePrompt = _UNSET,
     ) -> None:
+        if prompt is not _UNSET:
+            warnings.warn("PairwiseJudge(prompt=...) is deprecated; use predicate=", DeprecationWarning, stacklevel=2)
+            predicate = prompt
         if reference_inputs is not None and calibration != "default":
             raise ValueError(
                 "reference_inputs= selects the shipped domain-reference calibration, so it needs "
                 'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
             )
-        sample = check_reference_inputs(reference_inputs) if reference_inputs is not None else None
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
         self.llm = llm
-        self.prompt = resolve_judge_prompt(prompt)
+        self.predicate = predicate
+        self.prompt = resolve_judge_prompt(predicate)
         self.verdict_format: VerdictFormat = verdict_format
-        self._caller = configure_judge(llm, verdict_format)
-        # Shared with per-call copies of this judge, so the missing-logprobs warning is given once.
-        self._notes: dict[str, bool] = {}
         self.threshold = threshold
-        self.max_concurrency = max_concurrency
-        self.max_attempts = max_attempts
         self.cache = cache
-        self.retry_backoff = retry_backoff
         self.context_tokens = context_tokens if context_tokens is not None else context_tokens_from_env()
         self.strict = strict
-        self._model: str | None = None
-        self._calibration = calibration
-        self.reference_inputs: tuple[str, ...] | None = sample
-        self._references: dict[str, float] = {}
-        self._negation: PairwiseJudge | None = None
+        self.reference_inputs = check_reference_inputs(reference_inputs) if reference_inputs is not None else None
+        self.calibration = calibration
+        self.state = state if state is not None else JudgeState()
+        self.runner = CallRunner(
+            configure_judge(llm, verdict_format),
+            model=llm,
+            max_concurrency=max_concurrency,
+            max_attempts=max_attempts,
+            retry_backoff=retry_backoff,
+            store=_VerdictStore(cache) if cache is not None else None,
+        )
 
+    # ------------------------------------------------------------ settings
+    @property
+    def max_concurrency(self) -> int:
+        """Most judgments in flight at once."""
+        return self.runner.max_concurrency
+
+    @property
+    def max_attempts(self) -> int:
+        """Calls per pair before a failure is counted as NO."""
+        return self.runner.max_attempts
+
+    @property
+    def model_identity(self) -> str:
+        """The judge model's identity (cache keys, default calibrations)."""
+        known = self.state.identities.get(id(self.llm))
+        if known is None or known[0] is not self.llm:
+            known = (self.llm, model_identity(self.llm))
+            self.state.identities[id(self.llm)] = known
+        return known[1]
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
+        if self._calibration != "default":
+            return self._calibration
+        key = (self.model_identity, self.prompt.scoring_version, self.reference_inputs)
+        if key not in self.state.defaults:
+            found = default_calibration(key[0], key[1], self.reference_inputs)
+            if found is None and self.reference_inputs:
+                logger.warning(
+                    "no domain-reference calibration is shipped for %s with prompt %s: reference_inputs are not "
+                    "used and raw P(YES) is thresholded; fit a calibration with retriever.calibrate(...)",
+                    key[0],
+                    key[1],
+                )
+            self.state.defaults[key] = found
+        return self.state.defaults[key]
+
+    @calibration.setter
+    def calibration(self, value: Calibration | Literal["default"] | None) -> None:
+        self._calibration = value
+
+    @property
+    def decision_threshold(self) -> float:
+        """The threshold applied: this judge's own, else the calibration's, else 0.5."""
+        if self.threshold is not None:
+            return self.threshold
+        calibration = self.calibration
+        return calibration.threshold if calibration is not None and calibration.threshold is not None else 0.5
+
+    @property
+    def scorer(self) -> Scorer:
+        """The scorer of this judge's verdicts (its reference judgments kept in :attr:`state`)."""
+        book = ReferenceBook(self._reference_key, self.state.references)
+        return Scorer(self.calibration, self.decision_threshold, book)
+
+    def _reference_key(self, reference: str, rule: Rule) -> str:
+        parts = (self.model_identity, self.prompt.scoring_version, self.verdict_format, reference)
+        return "\x00".join((*parts, self.prompt.render_rule(rule)))
+
+    def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
+        """The rule's mean log-odds of YES on the calibration's reference inputs, and their spread, if judged."""
+        return self.scorer.reference_log_odds(rule)
+
+    def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
+        """What the calibration's global step sees for one input's judged rules (:meth:`Scorer.features`)."""
+        return self.scorer.features(judged)
+
+    # ------------------------------------------------------------ the pure steps, for any engine
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
         """The prompt for one pair."""
         return self.prompt.messages(query, rule, self.verdict_format)
@@ -368,10 +364,7 @@ class PairwiseJudge:
 
     def reference_requests(self, rules: Sequence[Rule]) -> list[PairRequest]:
         """The requests the calibration's reference judgments need for ``rules`` (none without references)."""
-        calibration = self.calibration
-        if calibration is None or not calibration.uses_reference:
-            return []
-        return [r for reference in calibration.reference_inputs for r in self.requests(reference, rules)]
+        return [r for ref, missing in self.scorer.needed_references(rules) for r in self.requests(ref, missing)]
 
     def record(
         self,
@@ -384,356 +377,93 @@ class PairwiseJudge:
     ) -> Judgment:
         """Read a reply another engine got for ``request`` and keep it in the verdict cache.
 
-        Returns the pair's raw judgment (one half of it, for a contrast
-        prompt); a reply that cannot be read gives a judgment with ``error``
-        set and is not cached. A later :meth:`judge` of the same pair then
-        makes no call.
+        Returns the raw judgment of that request (one half of the pair, for a
+        contrast prompt); a reply that cannot be read gives a judgment with
+        ``error`` set and is not cached. A later :meth:`judge` of the same
+        pair then makes no call.
         """
-        judgment = Judgment(
-            rule_id=request.rule_id, attempts=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        outcome: Outcome[Verdict] = Outcome(
+            attempts=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, reply=text
         )
-        judgment.reply = text
         try:
-            verdict = read_reply(text, logprobs)
+            outcome.value = read_reply(text, logprobs)
         except ParseError as exc:
-            judgment.error = str(exc)
-            return judgment
-        judgment.applies = judgment.says_yes = verdict.applies
-        judgment.p_yes = verdict.probability
-        if self.cache is not None:
-            self.cache.put(request.key, CachedVerdict(verdict.applies, verdict.probability, text))
-        return judgment
+            outcome.error = str(exc)
+        else:
+            if self.cache is not None:
+                _VerdictStore(self.cache).put(self._request(request), outcome)
+        return _as_judgment(request.rule_id, outcome)
 
-    def _configs(self, callbacks: Callbacks, rules: Sequence[Rule]) -> list[RunnableConfig]:
-        """One config per judgment: named after its rule, rule id in metadata, tagged to stay out of message streams."""
-        return [
-            RunnableConfig(
-                max_concurrency=self.max_concurrency,
-                callbacks=callbacks,
-                run_name=f"tag_judge {rule.rule_id}",
-                tags=list(JUDGE_TAGS),
-                metadata={"tag_rule_id": rule.rule_id, "tag_predicate": self.prompt.name},
-            )
-            for rule in rules
-        ]
-
+    # ------------------------------------------------------------ judging
     def judge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
-        """Judge ``query`` against every rule.
+        """Judge ``query`` against every rule (and, once per rule, the calibration's reference inputs).
 
         Raises:
             ProviderError: When every call raised (nothing could be judged).
-            InputTooLongError: When ``context_tokens`` is set and a prompt
-                would not fit in it.
+            InputTooLongError: When a prompt would not fit the context window.
             JudgmentsFailedError: With ``strict``, when any judgment failed.
         """
-        result = self._judge_pairs(query, rules, callbacks)
-        calibration = self.calibration
-        if calibration is not None and calibration.uses_reference:
-            for reference in calibration.reference_inputs:
-                missing = self._missing_references(reference, rules)
-                if missing:
-                    self._store_references(reference, missing, self._raw(reference).judge(reference, missing))
-        return self._settle(self._calibrate(result, rules))
-
-    def _judge_pairs(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
-        """Every pair's raw judgment: one call, or with a negation prompt the contrast of two."""
-        result = self._judge_once(query, rules, callbacks)
-        negation = self._negation_judge()
-        if negation is None:
-            return result
-        negated = negation._judge_once(query, rules, callbacks)
-        return self._contrast(result, negated)
-
-    def _contrast(self, result: MatchResult, negated: MatchResult) -> MatchResult:
-        """One result from the statement halves and the negated halves of the same pairs."""
-        judgments = [contrast_judgment(a, b) for a, b in zip(result.judgments, negated.judgments, strict=True)]
-        return MatchResult(query=result.query, predicate=self.prompt.name, judgments=judgments)
-
-    def _judge_once(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
-        """One call per pair with this judge's prompt (its negation aside), retried; cached pairs cost none."""
-        judgments, pending, keys = self._start(query, rules)
-        for attempt in range(1, self.max_attempts + 1):
-            if not pending:
-                break
-            replies = self._caller.batch(
-                [self.messages(query, rules[i]) for i in pending],
-                config=self._configs(callbacks, [rules[i] for i in pending]),
-                return_exceptions=True,
-            )
-            pending, faulted = self._absorb(judgments, pending, replies)
-            if pending and attempt < self.max_attempts and faulted:
-                time.sleep(backoff_delay(attempt, base=self.retry_backoff))
-        return self._finish(query, judgments, keys)
+        scorer, batches = self._plan(query, rules)
+        unique, index = _unique([r for _, _, requests in batches for r in requests])
+        outcomes = self.runner.run([self._request(r) for r in unique], callbacks=callbacks)
+        return self._conclude(scorer, batches, [outcomes[i] for i in index])
 
     async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`judge`."""
-        result = await self._ajudge_pairs(query, rules, callbacks)
-        calibration = self.calibration
-        if calibration is not None and calibration.uses_reference:
-            for reference in calibration.reference_inputs:
-                missing = self._missing_references(reference, rules)
-                if missing:
-                    found = await self._raw(reference).ajudge(reference, missing)
-                    self._store_references(reference, missing, found)
-        return self._settle(self._calibrate(result, rules))
+        scorer, batches = self._plan(query, rules)
+        unique, index = _unique([r for _, _, requests in batches for r in requests])
+        outcomes = await self.runner.arun([self._request(r) for r in unique], callbacks=callbacks)
+        return self._conclude(scorer, batches, [outcomes[i] for i in index])
 
-    async def _ajudge_pairs(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
-        """Async twin of :meth:`_judge_pairs`."""
-        result = await self._ajudge_once(query, rules, callbacks)
-        negation = self._negation_judge()
-        if negation is None:
-            return result
-        negated = await negation._ajudge_once(query, rules, callbacks)
-        return self._contrast(result, negated)
+    def _plan(
+        self, query: str, rules: Sequence[Rule]
+    ) -> tuple[Scorer, list[tuple[str, Sequence[Rule], list[PairRequest]]]]:
+        """The scorer, and what to send: the query's requests first, then the reference judgments it needs."""
+        check_context(self.prompt, self.verdict_format, query, rules, self.context_tokens)
+        scorer = self.scorer
+        batches: list[tuple[str, Sequence[Rule], list[PairRequest]]] = [(query, rules, self.requests(query, rules))]
+        batches += [(ref, missing, self.requests(ref, missing)) for ref, missing in scorer.needed_references(rules)]
+        return scorer, batches
 
-    async def _ajudge_once(self, query: str, rules: Sequence[Rule], callbacks: Callbacks) -> MatchResult:
-        """Async twin of :meth:`_judge_once`."""
-        judgments, pending, keys = self._start(query, rules)
-        for attempt in range(1, self.max_attempts + 1):
-            if not pending:
-                break
-            replies = await self._caller.abatch(
-                [self.messages(query, rules[i]) for i in pending],
-                config=self._configs(callbacks, [rules[i] for i in pending]),
-                return_exceptions=True,
-            )
-            pending, faulted = self._absorb(judgments, pending, replies)
-            if pending and attempt < self.max_attempts and faulted:
-                await asyncio.sleep(backoff_delay(attempt, base=self.retry_backoff))
-        return self._finish(query, judgments, keys)
-
-    @property
-    def calibration(self) -> Calibration | None:
-        """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
-        if self._calibration == "default":
-            self._calibration = default_calibration(
-                self.model_identity, self.prompt.scoring_version, self.reference_inputs
-            )
-            if self._calibration is None and self.reference_inputs:
-                logger.warning(
-                    "no domain-reference calibration is shipped for %s with prompt %s: reference_inputs are not "
-                    "used and raw P(YES) is thresholded; fit a calibration with retriever.calibrate(...)",
-                    self.model_identity,
-                    self.prompt.scoring_version,
-                )
-        return self._calibration if isinstance(self._calibration, Calibration) else None
-
-    @calibration.setter
-    def calibration(self, value: Calibration | Literal["default"] | None) -> None:
-        self._calibration = value
-
-    @property
-    def decision_threshold(self) -> float:
-        """The threshold applied: this judge's own, else the calibration's, else 0.5."""
-        if self.threshold is not None:
-            return self.threshold
-        calibration = self.calibration
-        if calibration is not None and calibration.threshold is not None:
-            return calibration.threshold
-        return 0.5
-
-    @property
-    def model_identity(self) -> str:
-        """The judge model's identity (cache keys, default calibrations)."""
-        if self._model is None:
-            self._model = model_identity(self.llm)
-        return self._model
-
-    def _twin(self, prompt: JudgePrompt) -> PairwiseJudge:
-        """A judge like this one (model, cache, limits, warnings given) with ``prompt`` and no calibration."""
-        twin = PairwiseJudge(
-            self.llm,
-            prompt,
-            verdict_format=self.verdict_format,
-            max_concurrency=self.max_concurrency,
-            max_attempts=self.max_attempts,
-            cache=self.cache,
-            retry_backoff=self.retry_backoff,
-            context_tokens=self.context_tokens,
-            calibration=None,
-        )
-        twin._model, twin._notes = self._model, self._notes
-        return twin
-
-    def _raw(self, reference: str) -> PairwiseJudge:
-        """A judge like this one without calibration, for the reference judgments."""
-        return self._twin(self.prompt)
-
-    def _negation_judge(self) -> PairwiseJudge | None:
-        """The judge of the negated halves, if this judge's prompt has a negation."""
-        if self.prompt.negation is None:
-            return None
-        if self._negation is None:
-            self._negation = self._twin(self.prompt.negation)
-        return self._negation
-
-    def _reference_key(self, reference: str, rule: Rule) -> str:
-        return f"{reference}\x00{self.prompt.render_rule(rule)}"
-
-    def _missing_references(self, reference: str, rules: Sequence[Rule]) -> list[Rule]:
-        return [r for r in rules if self._reference_key(reference, r) not in self._references]
-
-    def _store_references(self, reference: str, rules: Sequence[Rule], result: MatchResult) -> None:
-        for rule, judgment in zip(rules, result.judgments, strict=True):
-            if judgment.probability is not None and judgment.error is None:
-                self._references[self._reference_key(reference, rule)] = logit(judgment.probability)
-
-    def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
-        """The rule's mean log-odds of YES on the calibration's reference inputs, and their spread, if judged."""
-        calibration = self.calibration
-        if calibration is None or not calibration.uses_reference:
-            return None, None
-        found = [self._references.get(self._reference_key(ref, rule)) for ref in calibration.reference_inputs]
-        known = [v for v in found if v is not None]
-        if not known:
-            return None, None
-        mean = sum(known) / len(known)
-        spread = (sum((v - mean) ** 2 for v in known) / (len(known) - 1)) ** 0.5 if len(known) > 1 else None
-        return mean, spread
-
-    def _settle(self, result: MatchResult) -> MatchResult:
-        """Return a finished result, or with ``strict`` raise when some judgment failed."""
-        failed = result.failed
-        if self.strict and failed:
-            ids = [j.rule_id for j in failed]
-            raise JudgmentsFailedError(
-                f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
-                f"after {self.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
-                failed_rule_ids=ids,
-                result=result,
-            )
-        return result
-
-    def _calibrate(self, result: MatchResult, rules: Sequence[Rule]) -> MatchResult:
-        """Score each judgment and decide it against the threshold."""
-        calibration = self.calibration
-        judged = scored_pairs(rules, result)
-        if calibration is None:
-            for _, judgment in judged:
-                judgment.score = judgment.probability
-        else:
-            for (_, judgment), x in zip(judged, self.features(judged), strict=True):
-                judgment.score = calibration.map_feature(x)
-        for _, judgment in judged:
-            judgment.applies = judgment.score is not None and judgment.score >= self.decision_threshold
-        return result
-
-    def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
-        """What the calibration's global step sees for one input's judged rules.
-
-        Each pair's log-odds with the rule's reference step (:meth:`Calibration.feature`), then, with
-        ``centre_per_input``, minus the input's median over these rules (:meth:`Calibration.input_centre`).
-
-        Args:
-            judged: All of one input's ``(rule, judgment)`` pairs that gave a probability (:func:`scored_pairs`).
-        """
-        calibration = self.calibration or Calibration()
-        row = [
-            calibration.feature(j.probability, *self.reference_log_odds(r))  # type: ignore[arg-type]
-            for r, j in judged
-        ]
-        centre = calibration.input_centre(row)
-        return [x - centre for x in row]
-
-    def _start(self, query: str, rules: Sequence[Rule]) -> tuple[list[Judgment], list[int], list[str | None]]:
-        """Fresh judgments, cached ones filled in; the indices still to judge; each pair's cache key."""
-        self._check_length(query, rules)
-        judgments = [Judgment(rule_id=r.rule_id) for r in rules]
-        if self.cache is None:
-            return judgments, list(range(len(rules))), [None] * len(rules)
-        keys: list[str | None] = []
-        pending: list[int] = []
-        for index, rule in enumerate(rules):
-            key = verdict_key(
-                model=self.model_identity,
-                prompt_version=self.prompt.version,
-                verdict_format=self.verdict_format,
-                query=query,
-                rule_text=self.prompt.render_rule(rule),
-            )
-            keys.append(key)
-            hit = self.cache.get(key)
-            if hit is None or not _usable(hit):
-                pending.append(index)
-                continue
-            judgment = judgments[index]
-            judgment.applies = hit.decision(self.decision_threshold)
-            judgment.probability, judgment.reply, judgment.cached = hit.probability, hit.reply, True
-        return judgments, pending, keys
-
-    def _needed_tokens(self, query: str, rule: Rule) -> int:
-        """The estimated size of one judge prompt, with a margin for the reply and message framing."""
-        return estimate_tokens("\n\n".join(str(m.content) for m in self.messages(query, rule))) + 16
-
-    def _check_length(self, query: str, rules: Sequence[Rule]) -> None:
-        """Refuse a query whose prompts would not fit, naming what is too long: the input or a rule."""
-        context = self.context_tokens
-        if context is None or not rules:
-            return
-        longest = max(rules, key=lambda r: len(self.prompt.render_rule(r)))
-        if self._needed_tokens(query, longest) <= context:
-            return
-        needed = {r.rule_id: self._needed_tokens(query, r) for r in rules}
-        over = [r for r in rules if needed[r.rule_id] > context]
-        alone = [r for r in over if self._needed_tokens("", r) > context]
-        limit = f"the judge model's context of {context} tokens"
-        if alone:
-            first = alone[0]
-            raise InputTooLongError(
-                f"rule {', '.join(r.rule_id for r in alone)} is too long: rule {first.rule_id} is about "
-                f"{estimate_tokens(self.prompt.render_rule(first))} tokens and with the judge prompt alone needs "
-                f"about {self._needed_tokens('', first)} tokens, more than {limit}: shorten the rule"
-            )
-        if len(over) == len(rules):
-            raise InputTooLongError(
-                f"the input is too long: about {estimate_tokens(query)} tokens ({len(query)} characters); with the "
-                f"judge prompt and the shortest rule it needs about {min(needed.values())} tokens, more than "
-                f"{limit}: shorten or split the input"
-            )
-        first = over[0]
-        raise InputTooLongError(
-            f"the input (about {estimate_tokens(query)} tokens) together with rule "
-            f"{', '.join(r.rule_id for r in over)} is too long: with rule {first.rule_id} (about "
-            f"{estimate_tokens(self.prompt.render_rule(first))} tokens) it needs about {needed[first.rule_id]} "
-            f"tokens, more than {limit}; the other rules fit: shorten the input or these rules"
+    def _request(self, pair: PairRequest) -> Request[Verdict]:
+        return Request(
+            messages=to_messages(pair),
+            parse=parse_verdict,
+            key=pair.key if self.cache is not None else None,
+            run_name=f"tag_judge {pair.rule_id}",
+            tags=list(JUDGE_TAGS),
+            metadata={"tag_rule_id": pair.rule_id, "tag_predicate": self.prompt.name},
         )
 
-    def _absorb(self, judgments: list[Judgment], pending: list[int], replies: Sequence[Any]) -> tuple[list[int], bool]:
-        """Record replies; return the indices that need another attempt, and whether a request raised."""
-        retry: list[int] = []
-        faulted = False
-        for index, reply in zip(pending, replies, strict=True):
-            judgment = judgments[index]
-            judgment.attempts += 1
-            if isinstance(reply, BaseException):
-                judgment.error = f"{describe_error(reply)} (from {describe_model(self.llm)})"
-                judgment.reply = ""
-                # A transport fault the model's client already retried is not sent again.
-                if not (is_transient(reply) and client_retries(self.llm)):
-                    retry.append(index)
-                    faulted = True
-                continue
-            if isinstance(reply, AIMessage) and reply.usage_metadata:
-                judgment.prompt_tokens += reply.usage_metadata.get("input_tokens", 0)
-                judgment.completion_tokens += reply.usage_metadata.get("output_tokens", 0)
-            judgment.reply = message_text(reply)
-            try:
-                verdict = parse_verdict(reply, threshold=self.decision_threshold)
-            except ParseError as exc:
-                judgment.error = str(exc)
-                retry.append(index)
-                continue
-            judgment.applies = verdict.applies
-            judgment.probability = verdict.probability
-            judgment.error = None
-        return retry, faulted
+    def _conclude(
+        self,
+        scorer: Scorer,
+        batches: Sequence[tuple[str, Sequence[Rule], list[PairRequest]]],
+        outcomes: Sequence[Outcome[Verdict]],
+    ) -> MatchResult:
+        """Combine halves, keep reference judgments, decide with the scorer, and report failures."""
+        results = []
+        start = 0
+        for text, rules, requests in batches:
+            part = outcomes[start : start + len(requests)]
+            start += len(requests)
+            judgments = combine_halves(requests, [_as_judgment(r.rule_id, o) for r, o in zip(requests, part, strict=True)])
+            results.append((text, rules, judgments))
+        (query, rules, judgments), references = results[0], results[1:]
+        for reference, missing, found in references:
+            scorer.references.add(reference, missing, found)
+        result = MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
+        self._note_missing_logprobs(judgments)
+        self._check_provider(result)
+        scorer.decide(rules, judgments)
+        return self._settle(result)
 
     def _note_missing_logprobs(self, judgments: Sequence[Judgment]) -> None:
-        """Warn once when judges' replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
+        """Warn once when replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
         answered = [j for j in judgments if j.attempts and j.error is None and not j.cached]
-        if not answered or self._notes.get("no_logprobs") or any(j.probability is not None for j in answered):
+        if not answered or "no_logprobs" in self.state.warned or any(j.p_yes is not None for j in answered):
             return
-        self._notes["no_logprobs"] = True
+        self.state.warned.add("no_logprobs")
         logger.warning(
             "%s gave no logprobs: verdicts are read from the reply text, so there is no P(YES) score and "
             "threshold and calibration do not apply; configure logprobs where the provider offers them "
@@ -741,31 +471,37 @@ class PairwiseJudge:
             describe_model(self.llm),
         )
 
-    def _finish(self, query: str, judgments: list[Judgment], keys: Sequence[str | None]) -> MatchResult:
-        if self.cache is not None:
-            for judgment, key in zip(judgments, keys, strict=True):
-                if key is not None and not judgment.cached and judgment.error is None and judgment.attempts:
-                    self.cache.put(key, CachedVerdict(judgment.applies, judgment.probability, judgment.reply))
-        result = MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
-        self._note_missing_logprobs(judgments)
+    def _check_provider(self, result: MatchResult) -> None:
+        """Raise when every judgment failed without a single reply: the provider could not be used."""
         failed = result.failed
-        if failed:
-            for judgment in failed:
-                judgment.applies = False
-            if len(failed) == len(judgments) and all(not j.reply for j in failed):
-                last = failed[-1]
-                raise ProviderError(
-                    f"all {len(judgments)} judgments failed calling {describe_model(self.llm)}; "
-                    f"last: judgment of rule {last.rule_id} after {last.attempts} attempt(s): {last.error}"
-                )
-            if not self.strict:
-                logger.warning(
-                    "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s; first: %s",
-                    len(failed),
-                    len(judgments),
-                    describe_model(self.llm),
-                    self.max_attempts,
-                    ", ".join(j.rule_id for j in failed),
-                    "; ".join(f"{j.rule_id} ({j.error})" for j in failed[:3]),
-                )
+        if failed and len(failed) == len(result.judgments) and all(not j.reply for j in failed):
+            last = failed[-1]
+            raise ProviderError(
+                f"all {len(result.judgments)} judgments failed calling {describe_model(self.llm)}; "
+                f"last: judgment of rule {last.rule_id} after {last.attempts} attempt(s): {last.error}"
+            )
+
+    def _settle(self, result: MatchResult) -> MatchResult:
+        """Return the result, logging its failures, or with ``strict`` raise when some judgment failed."""
+        failed = result.failed
+        if not failed:
+            return result
+        ids = [j.rule_id for j in failed]
+        if self.strict:
+            raise JudgmentsFailedError(
+                f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
+                f"after {self.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
+                failed_rule_ids=ids,
+                result=result,
+            )
+        logger.warning(
+            "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s; first: %s",
+            len(failed),
+            len(result.judgments),
+            describe_model(self.llm),
+            self.max_attempts,
+            ", ".join(ids),
+            "; ".join(f"{j.rule_id} ({j.error})" for j in failed[:3]),
+        )
         return result
+

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_openai import ChatOpenAI
 
-import langchain_tag.matcher as matcher_module
+import langchain_tag.runner as matcher_module
 from langchain_tag.errors import InputTooLongError, ProviderError
 from langchain_tag.faults import (
     backoff_delay,

@@ -174,7 +174,7 @@ def test_a_cached_probability_that_is_not_one_is_judged_again(rules: list[Rule])
     judge = fake_judge({"R-004"}, with_logprobs=True)
     cache = InMemoryVerdictCache()
     first = PairwiseJudge(judge, cache=cache)
-    keys = first._start(QUERY, rules)[2]
+    keys = [r.key for r in first.requests(QUERY, rules)]
     for key in keys:
         cache.put(key, CachedVerdict(True, float("nan"), "YES"))  # as an older reader stored it
     result = first.judge(QUERY, rules)
