@@ -136,7 +136,7 @@ def run_demo(
     _log(log, start, describe_calibration(retriever))
     _log(log, start, f"indexing the policy in Chroma ({k} most similar 500-character chunks per input)")
     similar = similarity_retriever([policy], embeddings, k=k)
-    chain = executor_chain(executor, domain="code_review")
+    chain = executor_chain(executor, executor="code_review")
     rows: list[DemoRow] = []
     for number, code in enumerate(inputs, start=1):
         _log(log, start, f"input {number}/{len(inputs)}: judging {len(rules)} rules")

@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable, RunnableLambda
 
+from langchain_tag.deprecation import renamed_argument
 from langchain_tag.prompts import EXECUTOR_PROMPTS, ExecutorPrompt
 
 __all__ = ["UnitKind", "executor_chain", "executor_messages", "format_units", "resolve_executor_prompt", "unfence"]
@@ -39,19 +40,20 @@ def unfence(text: str) -> str:
     return match.group("body")
 
 
-def resolve_executor_prompt(domain: str | ExecutorPrompt) -> ExecutorPrompt:
-    """Return the executor prompt for a domain name (generic, npov, code, nba) or pass one through.
+def resolve_executor_prompt(executor: str | ExecutorPrompt) -> ExecutorPrompt:
+    """Return the executor prompt for a registry key (:data:`~langchain_tag.prompts.EXECUTOR_PROMPTS`) or pass one
+    through.
 
     Raises:
-        ValueError: For an unknown domain, listing the known ones.
+        ValueError: For an unknown key, listing the known ones.
     """
-    if isinstance(domain, ExecutorPrompt):
-        return domain
+    if isinstance(executor, ExecutorPrompt):
+        return executor
     try:
-        return EXECUTOR_PROMPTS[domain]
+        return EXECUTOR_PROMPTS[executor]
     except KeyError:
         known = ", ".join(sorted(EXECUTOR_PROMPTS))
-        raise ValueError(f"unknown executor domain {domain!r}; choose one of: {known}") from None
+        raise ValueError(f"unknown executor prompt {executor!r}; choose one of: {known}") from None
 
 
 def format_units(documents: Sequence[Document], unit_kind: UnitKind) -> list[tuple[str, str]]:
@@ -77,28 +79,38 @@ def executor_messages(
     query: str,
     documents: Sequence[Document],
     *,
-    domain: str | ExecutorPrompt = "generic",
+    executor: str | ExecutorPrompt = "generic",
     unit_kind: UnitKind = "rules",
+    domain: str | ExecutorPrompt | None = None,
 ) -> list[BaseMessage]:
-    """The executor prompt for one input and its reference units."""
-    prompt = resolve_executor_prompt(domain)
+    """The executor prompt for one input and its reference units (``domain=``: deprecated name of ``executor=``)."""
+    executor = renamed_argument("executor_messages", "domain", "executor", domain, executor, "generic")
+    prompt = resolve_executor_prompt(executor)
     return prompt.messages(query, format_units(documents, unit_kind), unit_kind)
 
 
-def executor_chain(llm: BaseChatModel, *, domain: str | ExecutorPrompt = "generic") -> Runnable[dict[str, Any], str]:
-    """A runnable ``{"input", "documents", "unit_kind"} -> str`` for the domain.
+def executor_chain(
+    llm: BaseChatModel, *, executor: str | ExecutorPrompt = "generic", domain: str | ExecutorPrompt | None = None
+) -> Runnable[dict[str, Any], str]:
+    """A runnable ``{"input", "documents", "unit_kind"} -> str`` with one executor prompt.
+
+    Args:
+        llm: The executor model.
+        executor: A key of :data:`~langchain_tag.prompts.EXECUTOR_PROMPTS` (``"generic"``, ``"code_review"``)
+            or an :class:`~langchain_tag.prompts.ExecutorPrompt`.
+        domain: Deprecated name of ``executor``.
 
     Example:
-        .. code-block:: python
-
-            chain = executor_chain(llm, domain="npov")
-            chain.invoke({"input": sentence, "documents": matched_rules, "unit_kind": "rules"})
+        >>> from langchain_tag.testing import FakeChatModel
+        >>> chain = executor_chain(FakeChatModel(respond=lambda prompt: "done"), executor="generic")
+        >>> chain.invoke({"input": "some text", "documents": [], "unit_kind": "none"})
+        'done'
     """
-    prompt = resolve_executor_prompt(domain)
+    prompt = resolve_executor_prompt(renamed_argument("executor_chain", "domain", "executor", domain, executor, "generic"))
 
     def build(inputs: dict[str, Any]) -> list[BaseMessage]:
         return executor_messages(
-            inputs["input"], inputs.get("documents") or [], domain=prompt, unit_kind=inputs.get("unit_kind", "rules")
+            inputs["input"], inputs.get("documents") or [], executor=prompt, unit_kind=inputs.get("unit_kind", "rules")
         )
 
     chain = RunnableLambda(build, name="tag_executor_prompt") | llm | StrOutputParser()

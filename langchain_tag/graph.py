@@ -19,6 +19,7 @@ stay out of ``stream_mode="messages"``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -31,13 +32,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
+from langchain_tag.deprecation import renamed_argument
 from langchain_tag.executors import UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.matcher import ChatRunnable
 from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule, rule_documents
-from langchain_tag.verdict_cache import VerdictCache
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
 
@@ -85,68 +86,97 @@ def _searchable(doc: Document) -> Document:
     return Document(page_content=text, metadata=dict(doc.metadata), id=doc.id)
 
 
+_JUDGE_OPTIONS = ("predicate", "threshold", "max_concurrency", "strict", "reference_inputs", "cache")
+"""Retriever options ``make_retriever`` and ``build_tag_graph`` took before they took a configured retriever."""
+
+
+def _legacy_options(owner: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The judge options still passed the old way, with a deprecation warning; unknown ones refused."""
+    unknown = sorted(set(options) - set(_JUDGE_OPTIONS))
+    if unknown:
+        raise TypeError(f"{owner}() got unexpected keyword argument(s): {', '.join(unknown)}")
+    given = {key: value for key, value in options.items() if not (key == "cache" and value == "default")}
+    if given:
+        warnings.warn(
+            f"{owner}({', '.join(f'{key}=' for key in given)}) is deprecated: configure an ApplicabilityRetriever "
+            f"and pass it as retriever=",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return given
+
+
+def _judged(
+    mode: str,
+    rules: Sequence[Document],
+    template: ApplicabilityRetriever | None,
+    judge_llm: ChatRunnable | None,
+    options: dict[str, Any],
+) -> ApplicabilityRetriever:
+    """The ``tag`` or ``relevance`` retriever over ``rules``, with the settings of ``template`` when given."""
+    settings: dict[str, Any] = {}
+    if template is not None:
+        settings = {name: getattr(template, name) for name in type(template).model_fields if name != "rules"}
+    elif judge_llm is None:
+        raise ValueError(f"mode {mode!r} needs a judge model: pass retriever= or judge_llm=")
+    else:
+        settings["llm"] = judge_llm
+    settings.update(options)
+    if mode == "relevance":
+        settings.pop("reference_inputs", None)
+        settings["predicate"] = "relevance"
+        return RelevanceRetriever(rules=list(rules), **settings)
+    return ApplicabilityRetriever(rules=list(rules), **settings)
+
+
 def make_retriever(
     mode: str,
     *,
     rules: Sequence[Document | Rule] = (),
+    retriever: ApplicabilityRetriever | None = None,
     judge_llm: ChatRunnable | None = None,
     documents: Sequence[Document] = (),
     embeddings: Embeddings | None = None,
     k: int = 10,
-    predicate: str | JudgePrompt = "applicability",
-    threshold: float | None = None,
-    max_concurrency: int = 8,
-    strict: bool = False,
-    reference_inputs: Sequence[str] | None = None,
-    cache: VerdictCache | Literal["default"] | None = "default",
+    **deprecated: Any,
 ) -> tuple[BaseRetriever | None, UnitKind]:
     """The retriever of one mode and the kind of unit it returns: the single place modes are built.
 
     Args:
         mode: One of :data:`MODES`.
-        rules: Rule documents (``tag``, ``relevance``, ``all_rules``; and
-            ``similarity`` when there are no source documents, which then
-            embeds each rule's name, condition and action).
-        judge_llm: The judge (``tag`` and ``relevance``).
+        rules: Rule documents (``tag``, ``relevance``, ``all_rules``; and ``similarity`` when there are no source
+            documents, which then embeds each rule's name, condition and action).
+        retriever: A configured :class:`ApplicabilityRetriever`: the judged modes take its settings (judge
+            model, prompt, calibration, threshold, cache, ...) over ``rules``; ``relevance`` asks its
+            relevance question instead.
+        judge_llm: The judge, when no ``retriever`` is given (the judged modes then use the defaults).
         documents: Source documents, chunked for ``similarity``.
         embeddings: Embeddings for ``similarity``.
         k: Top-k of ``similarity``.
-        predicate: Judge prompt of the ``tag`` mode.
-        threshold: Calibrated-score threshold of the judged modes (None: the calibration's, else 0.5).
-        max_concurrency: Most judgments in flight.
-        strict: Judged modes raise :class:`~langchain_tag.errors.JudgmentsFailedError`
-            when a judgment failed, instead of counting it as NO.
-        reference_inputs: The ``tag`` mode's sample of your own unlabelled
-            inputs (see :class:`ApplicabilityRetriever`).
-        cache: The judged modes' verdict cache (for example a
-            :class:`~langchain_tag.verdict_cache.SQLiteVerdictCache` kept across
-            runs); ``"default"``: each retriever's own in-memory cache; ``None``: none.
+        **deprecated: ``predicate``, ``threshold``, ``max_concurrency``, ``strict``, ``reference_inputs``,
+            ``cache``: set them on the retriever instead (accepted for one release, with a warning).
 
     Returns:
-        ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and
-        for a judged mode with no rules.
+        ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and for a judged mode with no rules.
 
     Raises:
         ValueError: On an unknown mode, or a mode missing what it needs.
         MissingExtraError: ``similarity`` without the ``chroma`` extra.
     """
     _check_mode(mode)
-    rules = rule_documents(rules)
+    options = _legacy_options("make_retriever", deprecated)
+    docs = rule_documents(rules) if rules else (rule_documents(retriever.rules) if retriever is not None else [])
     if mode in ("tag", "relevance"):
-        if judge_llm is None:
-            raise ValueError(f"mode {mode!r} needs a judge model")
-        if not rules:
+        if mode == "relevance":
+            options.pop("predicate", None)
+            options.pop("reference_inputs", None)
+        if not docs:
+            if retriever is None and judge_llm is None:
+                raise ValueError(f"mode {mode!r} needs a judge model: pass retriever= or judge_llm=")
             return None, "rules"
-        cls = ApplicabilityRetriever if mode == "tag" else RelevanceRetriever
-        kwargs: dict[str, Any] = {"threshold": threshold, "max_concurrency": max_concurrency, "strict": strict}
-        if cache != "default":
-            kwargs["cache"] = cache
-        if mode == "tag":
-            kwargs["predicate"] = predicate
-            kwargs["reference_inputs"] = reference_inputs
-        return cls(llm=judge_llm, rules=list(rules), **kwargs), "rules"
+        return _judged(mode, docs, retriever, judge_llm, options), "rules"
     if mode == "all_rules":
-        return AllRulesRetriever(rules=list(rules)), "rules"
+        return AllRulesRetriever(rules=list(docs)), "rules"
     if mode == "similarity":
         if embeddings is None:
             raise ValueError(
@@ -156,7 +186,7 @@ def make_retriever(
 
         from langchain_tag.similarity import similarity_retriever
 
-        source = list(documents) or [_searchable(doc) for doc in rules]
+        source = list(documents) or [_searchable(doc) for doc in docs]
         return similarity_retriever(source, embeddings, k=k, chunk=bool(documents)), (
             "chunks" if documents else "rules"
         )
@@ -170,40 +200,31 @@ class _Pipeline:
         self,
         llm: BaseChatModel,
         *,
+        retriever: BaseRetriever | None,
+        unit_kind: UnitKind,
         judge_llm: ChatRunnable | None,
         rules: Sequence[Document] | None,
         documents: Sequence[Document] | None,
         mode: str,
-        domain: str | ExecutorPrompt,
+        executor: str | ExecutorPrompt,
         extractor: RuleDocumentTransformer | None,
         embeddings: Embeddings | None,
         k: int,
-        judge_predicate: str | JudgePrompt,
-        threshold: float | None,
-        max_concurrency: int,
-        retriever: BaseRetriever | None = None,
-        unit_kind: UnitKind = "rules",
-        strict: bool = False,
-        reference_inputs: Sequence[str] | None = None,
-        cache: VerdictCache | Literal["default"] | None = "default",
+        options: dict[str, Any],
     ) -> None:
         self.llm = llm
-        self.judge_llm = judge_llm or llm
+        self.template = retriever if isinstance(retriever, ApplicabilityRetriever) else None
+        self.retriever = retriever
+        self.unit_kind = unit_kind
+        self.judge_llm = judge_llm or (None if self.template is not None else llm)
         self.rules = list(rules) if rules is not None else None
         self.documents = list(documents or [])
         self.mode = mode
         self.extractor = extractor
         self.embeddings = embeddings
         self.k = k
-        self.judge_predicate = judge_predicate
-        self.threshold = threshold
-        self.max_concurrency = max_concurrency
-        self.retriever = retriever
-        self.unit_kind = unit_kind
-        self.strict = strict
-        self.reference_inputs = reference_inputs
-        self.cache = cache
-        self.executor = executor_chain(llm, domain=domain)
+        self.options = options
+        self.executor = executor_chain(llm, executor=executor)
         self._similarity: Any = None
         self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
 
@@ -211,7 +232,7 @@ class _Pipeline:
     def _extractor(self) -> RuleDocumentTransformer:
         if not self.documents:
             raise ValueError("the graph has no rules and no documents to extract them from")
-        return self.extractor or RuleDocumentTransformer(self.llm, max_concurrency=self.max_concurrency)
+        return self.extractor or RuleDocumentTransformer(self.llm)
 
     def extract(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
         _check_input(state)
@@ -228,10 +249,10 @@ class _Pipeline:
     # -- retrieve
     def _retriever(self, mode: str, state: TagState) -> tuple[BaseRetriever | None, UnitKind]:
         """The retriever of ``mode``: built once for the graph's rules (so its verdict cache serves every call)."""
-        if self.retriever is not None and mode == self.mode:
-            return self.retriever, self.unit_kind
         given = state.get("rules")
         own = given is None or given is self.rules or given == self.rules
+        if self.retriever is not None and mode == self.mode and (own or self.template is None):
+            return self.retriever, self.unit_kind
         rules = list(self.rules or []) if own else list(given or [])
         if mode == "similarity":
             if self._similarity is None:
@@ -241,20 +262,21 @@ class _Pipeline:
             return self._similarity
         if own and mode in self._built:
             return self._built[mode]
-        built = make_retriever(
-            mode,
-            rules=rules,
-            judge_llm=self.judge_llm,
-            predicate=self.judge_predicate,
-            threshold=self.threshold,
-            max_concurrency=self.max_concurrency,
-            strict=self.strict,
-            reference_inputs=self.reference_inputs,
-            cache=self.cache,
-        )
+        built = self._make(mode, rules)
         if own:
             self._built[mode] = built
         return built
+
+    def _make(self, mode: str, rules: Sequence[Document]) -> tuple[BaseRetriever | None, UnitKind]:
+        if mode not in ("tag", "relevance"):
+            return make_retriever(mode, rules=rules)
+        if not rules:
+            return None, "rules"
+        options = dict(self.options)
+        if mode == "relevance":
+            options.pop("predicate", None)
+            options.pop("reference_inputs", None)
+        return _judged(mode, rules, self.template, self.judge_llm, options), "rules"
 
     def _mode(self, state: TagState, config: RunnableConfig) -> str:
         mode = state.get("mode") or (config.get("configurable") or {}).get("mode") or self.mode
@@ -287,83 +309,71 @@ class _Pipeline:
 def build_tag_graph(
     llm: BaseChatModel,
     *,
+    retriever: BaseRetriever | None = None,
     judge_llm: ChatRunnable | None = None,
     rules: Sequence[Document | Rule] | None = None,
     documents: Sequence[Document] | None = None,
     mode: Mode = "tag",
-    domain: str | ExecutorPrompt = "generic",
+    executor: str | ExecutorPrompt = "generic",
     extractor: RuleDocumentTransformer | None = None,
     embeddings: Embeddings | None = None,
     k: int = 10,
-    judge_predicate: str | JudgePrompt = "applicability",
-    threshold: float | None = None,
-    max_concurrency: int = 8,
     checkpointer: Any = None,
-    retriever: BaseRetriever | None = None,
     unit_kind: UnitKind = "rules",
-    strict: bool = False,
-    reference_inputs: Sequence[str] | None = None,
-    cache: VerdictCache | Literal["default"] | None = "default",
+    domain: str | ExecutorPrompt | None = None,
+    judge_predicate: str | JudgePrompt | None = None,
+    **deprecated: Any,
 ) -> CompiledStateGraph:
     """Compile the extract -> retrieve -> execute graph.
 
     Args:
         llm: Executor model (and extraction model unless ``extractor`` is given).
-        judge_llm: Model for the pairwise judgments; defaults to ``llm``.
-        rules: Rule documents or :class:`~langchain_tag.rules.Rule` objects.
-            When omitted, the extract node builds them once from ``documents``.
-        documents: Source documents: input to extraction and to the
-            similarity mode's chunks.
+        retriever: A configured retriever. An :class:`ApplicabilityRetriever` is the judge of the ``tag`` mode
+            and gives its settings to ``relevance`` (its rules are the graph's when ``rules`` is not given); any
+            other retriever serves the graph's own ``mode`` (say what it returns with ``unit_kind``).
+        judge_llm: The judge when no ``ApplicabilityRetriever`` is given (defaults to ``llm``).
+        rules: Rule documents or :class:`~langchain_tag.rules.Rule` objects. When neither they nor a retriever
+            are given, the extract node builds them once from ``documents``.
+        documents: Source documents: input to extraction and to the similarity mode's chunks.
         mode: Default retrieval mode (see module docstring).
-        domain: Executor prompt: ``generic``, ``npov``, ``code``, ``nba`` or an
-            :class:`~langchain_tag.prompts.ExecutorPrompt`.
+        executor: Executor prompt: a key of :data:`~langchain_tag.prompts.EXECUTOR_PROMPTS` (``"generic"``,
+            ``"code_review"``) or an :class:`~langchain_tag.prompts.ExecutorPrompt`.
         extractor: A configured :class:`RuleDocumentTransformer`.
         embeddings: Embeddings for the similarity mode (needed only by it).
         k: Top-k of the similarity mode.
-        judge_predicate: Judge prompt for the ``tag`` mode (``applicability`` or ``nba``).
-        threshold: Calibrated-score threshold when the judge returns logprobs (None: the calibration's, else 0.5).
-        max_concurrency: Most judgments in flight.
         checkpointer: Optional LangGraph checkpointer.
-        retriever: A retriever to use for the graph's own ``mode`` instead of
-            the one the mode builds (for example a configured
-            :class:`ApplicabilityRetriever`, reused across calls so its
-            verdict cache applies); other modes per call still work.
-        unit_kind: What ``retriever`` returns: ``"rules"`` or ``"chunks"``.
-        strict: The judged modes raise
-            :class:`~langchain_tag.errors.JudgmentsFailedError` when a
-            judgment failed (the graph run fails) instead of counting it as
-            NO; does not apply to a ``retriever`` you pass (set it there).
-        reference_inputs: A sample of your own unlabelled inputs for the
-            ``tag`` mode's calibration (see :class:`ApplicabilityRetriever`);
-            does not apply to a ``retriever`` you pass (set it there).
-        cache: The judged modes' verdict cache (see :func:`make_retriever`);
-            does not apply to a ``retriever`` you pass (set it there).
+        unit_kind: What a retriever other than an ``ApplicabilityRetriever`` returns: ``"rules"`` or ``"chunks"``.
+        domain: Deprecated name of ``executor``.
+        judge_predicate: Deprecated: set ``predicate`` on the retriever.
+        **deprecated: ``threshold``, ``max_concurrency``, ``strict``, ``reference_inputs``, ``cache``: set them
+            on the retriever (accepted for one release, with a warning).
 
     Returns:
-        A compiled graph; ``graph.invoke({"input": ...})`` returns the state with
-        ``output``, ``retrieved`` (what the executor saw) and ``unit_kind``.
+        A compiled graph; ``graph.invoke({"input": ...})`` returns the state with ``output``, ``retrieved`` (what
+        the executor saw) and ``unit_kind``.
     """
     _check_mode(mode)
+    executor = renamed_argument("build_tag_graph", "domain", "executor", domain, executor, "generic")
+    if judge_predicate is not None:
+        deprecated["predicate"] = judge_predicate
+    options = _legacy_options("build_tag_graph", deprecated)
+    if rules is None and isinstance(retriever, ApplicabilityRetriever):
+        rules = rule_documents(retriever.rules)
     if rules is None and not documents and retriever is None:
         raise ValueError("build_tag_graph needs rules= or documents= to extract rules from")
     pipeline = _Pipeline(
         llm,
+        retriever=retriever,
+        unit_kind="rules" if isinstance(retriever, ApplicabilityRetriever) else unit_kind,
         judge_llm=judge_llm,
         rules=None if rules is None else rule_documents(rules),
         documents=documents,
         mode=mode,
-        domain=domain,
+        executor=executor,
         extractor=extractor,
         embeddings=embeddings,
         k=k,
-        judge_predicate=judge_predicate,
-        threshold=threshold,
-        max_concurrency=max_concurrency,
-        retriever=retriever,
-        unit_kind=unit_kind,
-        strict=strict,
-        reference_inputs=reference_inputs,
-        cache=cache,
+        options=options,
     )
     graph = StateGraph(TagState)
     graph.add_node("retrieve", RunnableLambda(pipeline.retrieve, afunc=pipeline.aretrieve, name="retrieve"))

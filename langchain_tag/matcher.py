@@ -52,7 +52,7 @@ from langchain_tag.parsing import ParseError, Verdict, parse_verdict
 from langchain_tag.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule
 from langchain_tag.runner import CallRunner, Outcome, Request
-from langchain_tag.verdict_cache import CachedVerdict, VerdictCache
+from langchain_tag.verdict_cache import VerdictCache, VerdictStore
 
 __all__ = [
     "CONTEXT_TOKENS_ENV",
@@ -140,25 +140,6 @@ class JudgeState:
     defaults: dict[tuple[str, str, tuple[str, ...] | None], Calibration | None] = field(default_factory=dict)
     identities: dict[int, tuple[Any, str]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
-
-
-class _VerdictStore:
-    """The verdict cache seen by the call runner: a usable cached verdict is a finished outcome."""
-
-    def __init__(self, cache: VerdictCache) -> None:
-        self.cache = cache
-
-    def get(self, request: Request[Any]) -> Outcome[Any] | None:
-        hit = self.cache.get(request.key) if request.key is not None else None
-        p = None if hit is None else hit.probability
-        if hit is None or not (p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1)):
-            return None
-        return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
-
-    def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
-        verdict = outcome.value
-        if request.key is not None and verdict is not None:
-            self.cache.put(request.key, CachedVerdict(verdict.applies, verdict.probability, outcome.reply))
 
 
 def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
@@ -278,7 +259,7 @@ class PairwiseJudge:
             max_concurrency=max_concurrency,
             max_attempts=max_attempts,
             retry_backoff=retry_backoff,
-            store=_VerdictStore(cache) if cache is not None else None,
+            store=VerdictStore(cache) if cache is not None else None,
         )
 
     # ------------------------------------------------------------ settings
@@ -391,7 +372,7 @@ class PairwiseJudge:
             outcome.error = str(exc)
         else:
             if self.cache is not None:
-                _VerdictStore(self.cache).put(self._request(request), outcome)
+                VerdictStore(self.cache).put(self._request(request), outcome)
         return _as_judgment(request.rule_id, outcome)
 
     # ------------------------------------------------------------ judging
@@ -447,7 +428,8 @@ class PairwiseJudge:
         for text, rules, requests in batches:
             part = outcomes[start : start + len(requests)]
             start += len(requests)
-            judgments = combine_halves(requests, [_as_judgment(r.rule_id, o) for r, o in zip(requests, part, strict=True)])
+            raw = [_as_judgment(r.rule_id, o) for r, o in zip(requests, part, strict=True)]
+            judgments = combine_halves(requests, raw)
             results.append((text, rules, judgments))
         (query, rules, judgments), references = results[0], results[1:]
         for reference, missing, found in references:

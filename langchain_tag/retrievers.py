@@ -118,6 +118,8 @@ def verdict_documents(
 class _CalibratesFromExamples:
     """``calibrate``/``acalibrate``: fit the retriever's calibration from a few labelled inputs."""
 
+    calibration: Calibration | Literal["default"] | None
+
     def _judge(self, **overrides: Any) -> PairwiseJudge:
         raise NotImplementedError
 

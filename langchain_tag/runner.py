@@ -154,7 +154,10 @@ class CallRunner:
                     config=self._configs([requests[i] for i in pending], callbacks),
                     return_exceptions=True,
                 )
-                retry = [pending[i] for i, reply in stream if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar)]
+                retry = []
+                for i, reply in stream:
+                    if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar):
+                        retry.append(pending[i])
                 pending, delay = self._next_round(outcomes, retry, attempt)
                 time.sleep(delay)
         return outcomes

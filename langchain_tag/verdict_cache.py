@@ -22,8 +22,10 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from langchain_tag.parsing import Verdict
+from langchain_tag.runner import Outcome, Request
 from langchain_tag.sqlite_file import SQLiteFile
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "InMemoryVerdictCache",
     "SQLiteVerdictCache",
     "VerdictCache",
+    "VerdictStore",
     "verdict_key",
 ]
 
@@ -174,3 +177,29 @@ class SQLiteVerdictCache:
     def close(self) -> None:
         """Close this thread's connection."""
         self._file.close()
+
+
+def _usable(p: object) -> bool:
+    return p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1)
+
+
+class VerdictStore:
+    """A verdict cache seen by the call runner (:class:`~langchain_tag.runner.RunnerStore`).
+
+    A cached verdict whose P(YES), if stored, is a number within [0, 1] is a
+    finished outcome; anything else is judged again.
+    """
+
+    def __init__(self, cache: VerdictCache) -> None:
+        self.cache = cache
+
+    def get(self, request: Request[Any]) -> Outcome[Any] | None:
+        hit = self.cache.get(request.key) if request.key is not None else None
+        if hit is None or not _usable(hit.probability):
+            return None
+        return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
+
+    def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
+        verdict = outcome.value
+        if request.key is not None and verdict is not None:
+            self.cache.put(request.key, CachedVerdict(verdict.applies, verdict.probability, outcome.reply))

@@ -293,14 +293,18 @@ class _Selector:
             by_id = {str(c.metadata["chunk_id"]): c for c in chunks}
             return _ChunkJudgeRetriever(judge=judge, chunks=by_id), "chunks"
         # TAG, the relevance reranker and TAG over a phase-ablated rule set: the core's judged modes.
-        return make_retriever(
-            "relevance" if method.selection == "relevance" else "tag",
-            rules=self.rule_documents(method.skip_phase),
-            judge_llm=judge_llm,
+        mode = "relevance" if method.selection == "relevance" else "tag"
+        rules = self.rule_documents(method.skip_phase)
+        if not rules:
+            return make_retriever(mode, judge_llm=judge_llm)
+        configured = ApplicabilityRetriever(
+            llm=judge_llm,
+            rules=rules,
             predicate=self.task.judge_predicate,
             threshold=self.threshold,
             max_concurrency=self.max_concurrency,
         )
+        return make_retriever(mode, retriever=configured)
 
     def retriever(self, method: Method) -> tuple[BaseRetriever | None, UnitKind]:
         if method.name not in self._retrievers:
@@ -319,7 +323,7 @@ class _Selector:
                 retriever=retriever,
                 unit_kind=unit_kind,
                 mode=_GRAPH_MODES[method.selection],  # type: ignore[arg-type]
-                domain=self.task.executor_domain,
+                executor=self.task.executor_domain,
             )
         return self._graphs[method.name]
 

@@ -354,3 +354,62 @@ async def test_config_max_concurrency_is_honoured(rules: list[Rule], use_async: 
     else:
         retriever.invoke("q", config={"max_concurrency": 1})
     assert llm.calls == len(rules) and llm.max_in_flight == 1
+
+
+def test_a_field_changed_after_construction_takes_effect(rules: list[Rule]) -> None:
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001"}, with_logprobs=True), rules=rules, calibration=None)
+    assert [d.metadata["rule_id"] for d in retriever.invoke("q")] == ["R-001"]
+    retriever.threshold = 1.0  # a fake P(YES) for YES is below 1
+    assert retriever.invoke("q") == []
+    retriever.threshold = None
+    retriever.k = 0
+    assert retriever.invoke("q") == []
+    retriever.k = None
+    retriever.strict = True
+    retriever.llm = FakeChatModel(respond=lambda text: "YES" if judged_rule_id(text) == "R-002" else "maybe")
+    with pytest.raises(JudgmentsFailedError):
+        retriever.invoke("another query")
+    with pytest.raises(ValueError):
+        retriever.threshold = 2.0
+
+
+def test_first_contrast_query_with_references_builds_one_judge(
+    rules: list[Rule], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag import calibration as module
+    from langchain_tag.calibration import Calibration
+    from langchain_tag.matcher import PairwiseJudge
+
+    shipped = Calibration(
+        reference_inputs=("x = 1", "y = 2"),
+        centre_per_input=True,
+        prompt_version="judge-applicability-v5+judge-applicability-negated-v1",
+    )
+    monkeypatch.setitem(module.DEFAULT_CALIBRATIONS, "fakechatmodel#contrast", shipped)
+    built: list[PairwiseJudge] = []
+    original = PairwiseJudge.__init__
+
+    def counting(self: PairwiseJudge, *args: Any, **kwargs: Any) -> None:
+        built.append(self)
+        original(self, *args, **kwargs)
+
+    llm = fake_judge({"R-001"}, with_logprobs=True)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, predicate="applicability-contrast")
+    monkeypatch.setattr(PairwiseJudge, "__init__", counting)
+    retriever.invoke("from m import *")
+    assert len(built) == 1
+    assert llm.calls == 2 * len(rules) * 3  # the query and two references, each rule asked both ways
+    assert retriever.judge.reference_log_odds(rules[0])[0] is not None
+
+
+def test_renamed_arguments_still_work_with_a_warning(rules: list[Rule]) -> None:
+    from langchain_tag.matcher import Judgment, PairwiseJudge
+
+    with pytest.warns(DeprecationWarning, match="use predicate="):
+        judge = PairwiseJudge(fake_judge({"R-001"}), prompt="relevance")
+    assert judge.prompt.name == "relevance"
+    with pytest.warns(DeprecationWarning, match="use p_yes="):
+        assert Judgment("R-1", probability=0.7).p_yes == 0.7
+    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001"}, with_logprobs=True), rules=rules, calibration=None)
+    doc = retriever.invoke("q")[0]
+    assert doc.metadata["tag_p_yes"] == doc.metadata["tag_raw_score"]

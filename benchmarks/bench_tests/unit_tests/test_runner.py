@@ -157,7 +157,7 @@ def test_execution_runs_through_the_tag_graph(
     # One graph per method, reused for every item, with the method's retriever and the task's executor prompt.
     assert [(k["mode"], k["unit_kind"]) for k in built] == [("none", "none"), ("tag", "rules")]
     assert built[0]["retriever"] is None and built[1]["retriever"] is not None
-    assert all(k["domain"] == "code_review" for k in built)
+    assert all(k["executor"] == "code_review" for k in built)
 
 
 def test_rerun_resumes_without_redoing_finished_items(rules: list[Rule], tmp_path: Path) -> None:
