@@ -312,21 +312,17 @@ class Scorer:
     threshold: float
     references: ReferenceBook
 
-    @property
-    def reference_inputs(self) -> tuple[str, ...]:
-        """The calibration's reference inputs (none without a per-rule step)."""
-        return self.calibration.reference_inputs if self.calibration is not None else ()
-
     def needed_references(self, rules: Sequence[Rule]) -> list[tuple[str, list[Rule]]]:
-        """Each reference input with the rules still to judge on it (only those with some)."""
-        needed = [(ref, self.references.missing(ref, rules)) for ref in self.reference_inputs]
+        """Each reference input of the calibration with the rules still to judge on it (only those with some)."""
+        references = self.calibration.reference_inputs if self.calibration is not None else ()
+        needed = [(ref, self.references.missing(ref, rules)) for ref in references]
         return [(ref, missing) for ref, missing in needed if missing]
 
     def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
-        """The rule's mean log-odds of YES on the reference inputs, and their spread, if judged."""
-        if not self.reference_inputs:
+        """The rule's mean log-odds of YES on the calibration's reference inputs, and their spread, if judged."""
+        if self.calibration is None or not self.calibration.reference_inputs:
             return None, None
-        return self.references.mean_and_spread(self.reference_inputs, rule)
+        return self.references.mean_and_spread(self.calibration.reference_inputs, rule)
 
     def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
         """What the calibration's global step sees for one input's judged rules.

@@ -106,7 +106,8 @@ def executor_chain(
         >>> chain.invoke({"input": "some text", "documents": [], "unit_kind": "none"})
         'done'
     """
-    prompt = resolve_executor_prompt(renamed_argument("executor_chain", "domain", "executor", domain, executor, "generic"))
+    executor = renamed_argument("executor_chain", "domain", "executor", domain, executor, "generic")
+    prompt = resolve_executor_prompt(executor)
 
     def build(inputs: dict[str, Any]) -> list[BaseMessage]:
         return executor_messages(

@@ -158,8 +158,11 @@ def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
     )
 
 
-def _unique(requests: Sequence[PairRequest]) -> tuple[list[PairRequest], list[int]]:
-    """Requests with repeats dropped (a reference input equal to the query), and where each one went."""
+def _unique(batches: Sequence[tuple[str, Sequence[Rule], list[PairRequest]]]) -> tuple[list[PairRequest], list[int]]:
+    """The batches' requests with repeats dropped (a reference input equal to the query), and where each went."""
+    if len(batches) == 1:
+        return batches[0][2], list(range(len(batches[0][2])))
+    requests = [r for _, _, part in batches for r in part]
     unique: list[PairRequest] = []
     seen: dict[str, int] = {}
     index = []
@@ -385,14 +388,14 @@ class PairwiseJudge:
             JudgmentsFailedError: With ``strict``, when any judgment failed.
         """
         scorer, batches = self._plan(query, rules)
-        unique, index = _unique([r for _, _, requests in batches for r in requests])
+        unique, index = _unique(batches)
         outcomes = self.runner.run([self._request(r) for r in unique], callbacks=callbacks)
         return self._conclude(scorer, batches, [outcomes[i] for i in index])
 
     async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`judge`."""
         scorer, batches = self._plan(query, rules)
-        unique, index = _unique([r for _, _, requests in batches for r in requests])
+        unique, index = _unique(batches)
         outcomes = await self.runner.arun([self._request(r) for r in unique], callbacks=callbacks)
         return self._conclude(scorer, batches, [outcomes[i] for i in index])
 
@@ -436,7 +439,6 @@ class PairwiseJudge:
             scorer.references.add(reference, missing, found)
         result = MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
         self._note_missing_logprobs(judgments)
-        self._check_provider(result)
         scorer.decide(rules, judgments)
         return self._settle(result)
 
@@ -453,21 +455,17 @@ class PairwiseJudge:
             describe_model(self.llm),
         )
 
-    def _check_provider(self, result: MatchResult) -> None:
-        """Raise when every judgment failed without a single reply: the provider could not be used."""
-        failed = result.failed
-        if failed and len(failed) == len(result.judgments) and all(not j.reply for j in failed):
-            last = failed[-1]
-            raise ProviderError(
-                f"all {len(result.judgments)} judgments failed calling {describe_model(self.llm)}; "
-                f"last: judgment of rule {last.rule_id} after {last.attempts} attempt(s): {last.error}"
-            )
-
     def _settle(self, result: MatchResult) -> MatchResult:
-        """Return the result, logging its failures, or with ``strict`` raise when some judgment failed."""
+        """Return the result, logging its failures; raise when the provider answered nothing, or with ``strict``."""
         failed = result.failed
         if not failed:
             return result
+        if len(failed) == len(result.judgments) and all(not j.reply for j in failed):
+            raise ProviderError(
+                f"all {len(result.judgments)} judgments failed calling {describe_model(self.llm)}; "
+                f"last: judgment of rule {failed[-1].rule_id} after {failed[-1].attempts} attempt(s): "
+                f"{failed[-1].error}"
+            )
         ids = [j.rule_id for j in failed]
         if self.strict:
             raise JudgmentsFailedError(

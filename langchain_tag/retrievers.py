@@ -75,11 +75,6 @@ def _refuse_unknown(cls: type[BaseRetriever], data: Any) -> None:
     raise ValueError(f"{cls.__name__} got unknown option(s): {'; '.join(hints)}")
 
 
-def _given(**options: Any) -> dict[str, Any]:
-    """The per-call options actually given (``None``: not given)."""
-    return {key: value for key, value in options.items() if value is not None}
-
-
 def _as_documents(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return rule_documents(value)
@@ -399,10 +394,6 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         """Async twin of :meth:`invoke`."""
         return await super().ainvoke(input, config, **self._with_config_concurrency(config, kwargs))
 
-    def _settled(self, result: MatchResult) -> MatchResult:
-        self._last_match = result
-        return result
-
     @override
     def _get_relevant_documents(
         self,
@@ -413,11 +404,12 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
-        judge = self._judge(**_given(threshold=threshold, max_concurrency=max_concurrency))
+        options = {"threshold": threshold, "max_concurrency": max_concurrency}
+        judge = self._judge(**{key: value for key, value in options.items() if value is not None})
         try:
-            result = self._settled(judge.judge(query, self._candidates(query), callbacks=run_manager.get_child()))
+            result = self._last_match = judge.judge(query, self._candidates(query), callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:
-            self._settled(exc.result)
+            self._last_match = exc.result
             raise
         if result.failed:
             run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
@@ -433,12 +425,13 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
-        judge = self._judge(**_given(threshold=threshold, max_concurrency=max_concurrency))
+        options = {"threshold": threshold, "max_concurrency": max_concurrency}
+        judge = self._judge(**{key: value for key, value in options.items() if value is not None})
         rules = await self._acandidates(query)
         try:
-            result = self._settled(await judge.ajudge(query, rules, callbacks=run_manager.get_child()))
+            result = self._last_match = await judge.ajudge(query, rules, callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:
-            self._settled(exc.result)
+            self._last_match = exc.result
             raise
         if result.failed:
             await run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
