@@ -1,4 +1,4 @@
-"""The ``langchain-tag`` command line: extract, match, run, demo, bench.
+"""The ``langchain-tag`` command line: extract, match, run, batch, demo, bench.
 
 Models come from :mod:`langchain_tag.local.models`, configured by environment
 variables (``LANGCHAIN_TAG_PROVIDER``, ``LANGCHAIN_TAG_BASE_URL``, ...): the
@@ -139,6 +139,8 @@ def _cmd_match(args: argparse.Namespace) -> int:
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
 
+    if _bulk_match_asked(args):
+        return _cmd_match_inputs(args)
     rules = load_rules(args.rules)
     retriever = ApplicabilityRetriever(
         llm=get_chat_model(role="judge"),
@@ -186,6 +188,134 @@ def _cmd_match(args: argparse.Namespace) -> int:
         print(f"langchain-tag: {failed} and were counted NO: {ids}", file=sys.stderr)
         return EXIT_JUDGMENTS_FAILED
     return 0
+
+
+def _bulk_match_asked(args: argparse.Namespace) -> bool:
+    """Whether ``match`` was given ``--inputs FILE`` (many inputs) rather than one input; usage errors for a mix."""
+    if args.inputs is None:
+        if args.input is None:
+            args.usage_error('give the input text (or "-" for stdin), or --inputs FILE for a JSONL file of inputs')
+        if args.output is not None or args.all_pairs:
+            args.usage_error("-o/--output and --all-pairs go with --inputs FILE")
+        return False
+    if args.input is not None:
+        args.usage_error("give either one input or --inputs FILE, not both")
+    if args.k is not None:
+        args.usage_error("--k applies to a single input; --inputs lists every matched rule")
+    return True
+
+
+def _judging_retriever(args: argparse.Namespace, llm: Any, rules: list[Any], context_tokens: int | None = None) -> Any:
+    """An applicability retriever configured by the judging options (predicate, calibration, cache, ...)."""
+    from langchain_tag.calibration import Calibration, load_reference_inputs
+    from langchain_tag.retrievers import ApplicabilityRetriever
+    from langchain_tag.rules import rules_to_documents
+
+    return ApplicabilityRetriever(
+        llm=llm,
+        context_tokens=context_tokens,
+        rules=rules_to_documents(rules),
+        predicate=args.predicate,
+        threshold=args.threshold,
+        calibration=None if args.raw else (Calibration.load(args.calibration) if args.calibration else "default"),
+        reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
+        max_concurrency=args.max_concurrency,
+        cache=_verdict_cache(args),
+    )
+
+
+def _cmd_match_inputs(args: argparse.Namespace) -> int:
+    """``match --inputs FILE``: every input against every rule, one JSON line per input."""
+    from langchain_tag.bulk import read_inputs
+    from langchain_tag.local.models import ModelConfig, get_chat_model
+    from langchain_tag.rules import load_rules
+
+    items = read_inputs(args.inputs)  # a bad line is refused before any model starts
+    rules = load_rules(args.rules)
+    retriever = _judging_retriever(
+        args, get_chat_model(role="judge"), rules, context_tokens=ModelConfig.from_env().context_window()
+    )
+    return _write_corpus(args, items, retriever)
+
+
+def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) -> int:
+    """Match every input, write one JSON line each to ``args.output`` (stdout for "-"), and sum up on stderr."""
+    from langchain_tag.bulk import match_corpus, write_results
+
+    tally = {"matched": 0, "failed": 0, "inputs_failed": 0}
+
+    def counted(results: Any) -> Any:
+        for record in results:
+            tally["matched"] += len(record["matched"])
+            tally["failed"] += len(record["failed"])
+            tally["inputs_failed"] += bool(record["failed"])
+            yield record
+
+    results = counted(match_corpus(items, retriever, all_pairs=args.all_pairs))
+    output = args.output or "-"
+    if output == "-":
+        for record in results:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    else:
+        write_results(results, output)
+    where = "stdout" if output == "-" else output
+    failed = f", {tally['failed']} failed judgments on {tally['inputs_failed']} inputs" if tally["failed"] else ""
+    print(f"{len(items)} inputs, {tally['matched']} matched rules{failed}; wrote {where}", file=sys.stderr)
+    if not items:
+        print(f"langchain-tag: {args.inputs} holds no inputs", file=sys.stderr)
+    return EXIT_JUDGMENTS_FAILED if tally["failed"] else 0
+
+
+def _batch_retriever(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """The inputs, and a retriever whose judge is named as the batch's model and never calls one."""
+    from langchain_tag.batch_api import BatchResultsModel
+    from langchain_tag.bulk import read_inputs
+    from langchain_tag.rules import load_rules
+
+    items = read_inputs(args.inputs)
+    rules = load_rules(args.rules)
+    return items, _judging_retriever(args, BatchResultsModel(model_name=args.model), rules)
+
+
+def _cmd_batch_export(args: argparse.Namespace) -> int:
+    from langchain_tag.batch_api import MAPPING_FILE, BatchMapping, export_openai_batch
+
+    items, retriever = _batch_retriever(args)
+    files = export_openai_batch(
+        (retriever, items),
+        args.out,
+        model_name=args.model,
+        max_requests=args.max_requests,
+        max_bytes=args.max_bytes,
+    )
+    mapping = Path(args.out) / MAPPING_FILE
+    requests = len(BatchMapping.load(mapping))
+    if not files:
+        print(f"nothing to export: every judgment of {len(items)} inputs is in the verdict cache", file=sys.stderr)
+    else:
+        print(
+            f"wrote {requests} requests for {len(items)} inputs in {len(files)} file(s): "
+            f"{', '.join(str(f) for f in files)}; keep {mapping} for batch import",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _cmd_batch_import(args: argparse.Namespace) -> int:
+    from langchain_tag.batch_api import BatchMapping, batch_mapping, import_openai_batch
+
+    items, retriever = _batch_retriever(args)
+    mapping = BatchMapping.load(args.mapping) if args.mapping else batch_mapping((retriever, items))
+    summary = import_openai_batch(args.results, retriever, mapping)
+    print(summary.summary(), file=sys.stderr)
+    for failure in summary.failures[:5]:
+        pair = f" {failure.custom_id} (input {failure.input_id}, rule {failure.rule_id})" if failure.rule_id else ""
+        print(f"  {failure.where}:{pair} {failure.error}", file=sys.stderr)
+    if len(summary.failures) > 5:
+        print(f"  ... and {len(summary.failures) - 5} more", file=sys.stderr)
+    code = _write_corpus(args, items, retriever) if args.output else 0
+    return EXIT_JUDGMENTS_FAILED if code or summary.failures or summary.missing else 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -322,7 +452,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_extract)
 
     p = sub.add_parser("match", parents=[common], help="list the rules whose condition the input satisfies")
-    p.add_argument("input", help='the input text, or "-" to read it from stdin')
+    p.add_argument("input", nargs="?", help='the input text, or "-" to read it from stdin (or give --inputs)')
+    p.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help='JSONL file of inputs (a JSON string or {"id": ..., "text": ...} per line): match each, '
+        "one JSON line per input; rerun to resume from the verdict cache",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help='with --inputs: results file (JSONL; default "-": stdout)')
+    p.add_argument("--all-pairs", action="store_true", help="with --inputs: also give every pair's raw P(YES)")
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
     p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
     p.add_argument(
@@ -342,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache_options(p)
     p.add_argument("--max-concurrency", type=_positive_int, default=4)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_cmd_match)
+    p.set_defaults(func=_cmd_match, usage_error=p.error)
 
     p = sub.add_parser("run", parents=[common], help="retrieve with a mode and run the executor")
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
@@ -373,8 +511,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="same as --refresh (kept for old scripts)")
     p.set_defaults(func=_cmd_demo)
 
+    _add_batch_commands(sub, common)
     _add_plugin_commands(sub)
     return parser
+
+
+def _add_judge_options(p: argparse.ArgumentParser) -> None:
+    """The options that decide which judgments are asked and how they are scored (as in ``match``)."""
+    p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
+    p.add_argument("--threshold", type=float, help="calibrated score needed (default: the calibration's, else 0.5)")
+    p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
+    p.add_argument("--raw", action="store_true", help="no calibration: threshold raw P(YES)")
+    p.add_argument(
+        "--reference-inputs", metavar="FILE", help="JSONL sample of your own unlabelled inputs (as in match)"
+    )
+    _add_cache_options(p)
+
+
+def _add_batch_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``batch export`` and ``batch import``: judgments through the OpenAI Batch API."""
+    from langchain_tag.batch_api import MAX_BYTES, MAX_REQUESTS
+
+    batch = sub.add_parser(
+        "batch", parents=[common], help="judge through the OpenAI Batch API: export requests, import results"
+    )
+    steps = batch.add_subparsers(dest="step", required=True, metavar="STEP")
+    shared = "the same --inputs, --rules, --model and judging options at export and import"
+
+    p = steps.add_parser(
+        "export", parents=[common], help="write Batch API input files for every (input, rule) pair not yet judged"
+    )
+    p.add_argument("--inputs", required=True, metavar="FILE", help="JSONL file of inputs (as in match --inputs)")
+    p.add_argument("--rules", required=True, help="rule file (JSONL)")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory for batch-0001.jsonl, ... and mapping.jsonl")
+    p.add_argument("--model", required=True, metavar="NAME", help="the batch's model, e.g. gpt-4o-mini")
+    p.add_argument("--max-requests", type=_positive_int, default=MAX_REQUESTS, help="requests per file (%(default)s)")
+    p.add_argument("--max-bytes", type=_positive_int, default=MAX_BYTES, help="bytes per file (%(default)s)")
+    _add_judge_options(p)
+    p.set_defaults(func=_cmd_batch_export, max_concurrency=4)
+
+    p = steps.add_parser("import", parents=[common], help=f"record Batch API results in the verdict cache ({shared})")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="downloaded Batch API output and error files")
+    p.add_argument("--inputs", required=True, metavar="FILE", help="the inputs file of the export")
+    p.add_argument("--rules", required=True, help="the rule file of the export")
+    p.add_argument("--model", required=True, metavar="NAME", help="the batch's model, as at export")
+    p.add_argument("--mapping", metavar="FILE", help="the export's mapping.jsonl (default: rebuilt from the inputs)")
+    p.add_argument("-o", "--output", metavar="FILE", help='then write each input\'s matched rules here ("-": stdout)')
+    p.add_argument("--all-pairs", action="store_true", help="with -o: also give every pair's raw P(YES)")
+    _add_judge_options(p)
+    p.set_defaults(func=_cmd_batch_import, max_concurrency=4)
 
 
 def _add_plugin_commands(sub: Any) -> None:

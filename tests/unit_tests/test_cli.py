@@ -339,3 +339,200 @@ def test_an_invalid_option_value_is_one_line_without_validation_noise(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "threshold" in err and "less than or equal to 1" in err
     assert "pydantic" not in err and "input_value" not in err
+
+
+# ------------------------------------------------------------------ match --inputs, batch export/import
+
+BULK_TEXTS = ["def f(x=[]):\n\treturn x", "from os import *", "try:\n    pass\nexcept:\n    pass"]
+
+
+def _inputs_file(tmp_path: Path) -> Path:
+    path = tmp_path / "inputs.jsonl"
+    path.write_text(
+        json.dumps({"id": "a", "text": BULK_TEXTS[0]}) + "\n" + json.dumps(BULK_TEXTS[1]) + "\n\n"
+        '{"text": ' + json.dumps(BULK_TEXTS[2]) + "}\n"
+    )
+    return path
+
+
+def test_match_inputs_writes_one_line_per_input_and_a_rerun_makes_no_call(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from tests.helpers.judge_fakes import scored_judge
+
+    judges: list[FakeChatModel] = []
+
+    def get_chat_model(**kw: Any) -> Any:
+        judges.append(scored_judge())
+        return judges[-1]
+
+    monkeypatch.setattr(models, "get_chat_model", get_chat_model)
+    rule_file = save_rules(rules, tmp_path / "rules.jsonl")
+    out = tmp_path / "verdicts.jsonl"
+    argv = ["match", "--inputs", str(_inputs_file(tmp_path)), "--rules", str(rule_file), "-o", str(out)]
+    argv += ["--verdicts", str(tmp_path / "v.sqlite"), "--all-pairs"]
+    assert main(argv) == 0
+    first = out.read_bytes()
+    records = [json.loads(line) for line in first.decode().splitlines()]
+    assert [r["id"] for r in records] == ["a", "2", "4"]  # ids kept, the others numbered by line
+    assert all(len(r["pairs"]) == len(rules) and r["failed"] == [] for r in records)
+    err = capsys.readouterr().err
+    assert f"3 inputs, {sum(len(r['matched']) for r in records)} matched rules; wrote {out}" in err
+    assert main(argv) == 0 and judges[-1].calls == 0 and out.read_bytes() == first
+    assert judges[0].calls == len(BULK_TEXTS) * len(rules)
+    assert main(argv[:-1]) == 0 and "pairs" not in json.loads(out.read_text().splitlines()[0])
+
+
+def test_match_inputs_to_stdout_and_exit_3_on_failed_judgments(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import judged_rule_id
+
+    def respond(text: str) -> Any:
+        return "Hard to say." if judged_rule_id(text) == "R-005" else "NO"
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=respond))
+    rule_file = save_rules(rules, tmp_path / "rules.jsonl")
+    code = main(["match", "--inputs", str(_inputs_file(tmp_path)), "--rules", str(rule_file), "--no-cache"])
+    assert code == EXIT_JUDGMENTS_FAILED
+    captured = capsys.readouterr()
+    records = [json.loads(line) for line in captured.out.splitlines()]
+    assert [[f["rule_id"] for f in r["failed"]] for r in records] == [["R-005"]] * 3
+    assert "3 failed judgments on 3 inputs; wrote stdout" in captured.err
+
+
+def test_match_inputs_refuses_a_bad_line_before_any_work(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    made: list[Any] = []
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: made.append(kw))
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text('"fine"\n{"id": "b", "text": \n')
+    out = tmp_path / "out.jsonl"
+    out.write_text("earlier results\n")
+    argv = ["match", "--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "r.jsonl")), "-o", str(out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("langchain-tag: error:") and f"{inputs}:2: not JSON" in err and err.count("\n") == 1
+    assert made == [] and out.read_text() == "earlier results\n"
+
+
+def test_match_inputs_of_an_empty_file_writes_an_empty_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import fake_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge(set()))
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text("")
+    out = tmp_path / "out.jsonl"
+    argv = ["match", "--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "r.jsonl")), "-o", str(out)]
+    assert main(argv) == 0 and out.read_text() == ""
+    assert "holds no inputs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["match", "--rules", "r.jsonl"], "or --inputs FILE"),
+        (["match", "x", "--inputs", "in.jsonl", "--rules", "r.jsonl"], "not both"),
+        (["match", "x", "--rules", "r.jsonl", "-o", "out.jsonl"], "go with --inputs"),
+        (["match", "x", "--rules", "r.jsonl", "--all-pairs"], "go with --inputs"),
+        (["match", "--inputs", "in.jsonl", "--rules", "r.jsonl", "--k", "2"], "--k applies to a single input"),
+        (["batch", "export", "--inputs", "in.jsonl", "--rules", "r.jsonl", "--out", "d"], "--model"),
+        (["batch", "import", "--inputs", "in.jsonl", "--rules", "r.jsonl", "--model", "m"], "RESULTS"),
+        (["batch"], "STEP"),
+    ],
+)
+def test_bulk_and_batch_usage_errors_are_one_line(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and expected in err and "--help" in err
+
+
+def test_batch_export_then_import_gives_what_match_inputs_gives(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from tests.helpers.judge_fakes import answer, batch_lines, scored_judge
+
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    inputs = str(_inputs_file(tmp_path))
+    common = ["--inputs", inputs, "--rules", rule_file, "--model", "gpt-4o-mini", "--raw"]
+    verdicts = ["--verdicts", str(tmp_path / "batch.sqlite")]
+    out_dir = tmp_path / "batch"
+    assert main(["batch", "export", *common, *verdicts, "--out", str(out_dir), "--max-requests", "4"]) == 0
+    files = sorted(out_dir.glob("batch-*.jsonl"))
+    assert len(files) == 4 and len(batch_lines(files)) == len(BULK_TEXTS) * len(rules)
+    assert "wrote 15 requests for 3 inputs in 4 file(s)" in capsys.readouterr().err
+
+    results = answer(files, tmp_path / "results.jsonl")
+    out = tmp_path / "from-batch.jsonl"
+    assert main(["batch", "import", str(results), *common, *verdicts, "-o", str(out)]) == 0
+    assert "recorded 15 of 15 batch replies" in capsys.readouterr().err
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    direct = tmp_path / "direct.jsonl"
+    assert main(["match", "--inputs", inputs, "--rules", rule_file, "--raw", "--no-cache", "-o", str(direct)]) == 0
+    assert out.read_bytes() == direct.read_bytes()
+
+    # Everything is in the verdict cache now: a second export has nothing to send.
+    assert main(["batch", "export", *common, *verdicts, "--out", str(tmp_path / "again")]) == 0
+    assert "nothing to export" in capsys.readouterr().err
+
+
+def test_batch_import_reports_missing_replies_and_exits_3(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from tests.helpers.judge_fakes import answer
+
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    common = ["--inputs", str(_inputs_file(tmp_path)), "--rules", rule_file, "--model", "gpt-4o-mini"]
+    common += ["--verdicts", str(tmp_path / "v.sqlite")]
+    out_dir = tmp_path / "batch"
+    assert main(["batch", "export", *common, "--out", str(out_dir)]) == 0
+    results = answer(sorted(out_dir.glob("batch-*.jsonl")), tmp_path / "results.jsonl")
+    lines = results.read_text().splitlines()
+    results.write_text("\n".join(lines[2:]) + "\n")  # two replies lost
+    out = tmp_path / "out.jsonl"
+    argv = ["batch", "import", str(results), *common, "--mapping", str(out_dir / "mapping.jsonl"), "-o", str(out)]
+    assert main(argv) == EXIT_JUDGMENTS_FAILED
+    err = capsys.readouterr().err
+    assert "recorded 13 of 15 batch replies (2 missing)" in err
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sum(len(r["failed"]) for r in records) == 2
+
+
+def test_match_inputs_interrupted_then_rerun_judges_only_the_rest(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from tests.helpers.judge_fakes import pair_of, scored_judge, scored_reply
+
+    answered: set[Any] = set()
+
+    def interrupting(text: str) -> Any:
+        if pair_of(text)[:2] == (BULK_TEXTS[1], "R-003"):
+            return KeyboardInterrupt()
+        answered.add(pair_of(text))
+        return scored_reply(text)
+
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    inputs = str(_inputs_file(tmp_path))
+    out = tmp_path / "out.jsonl"
+    argv = ["match", "--inputs", inputs, "--rules", rule_file, "-o", str(out), "--max-concurrency", "1"]
+    argv += ["--verdicts", str(tmp_path / "v.sqlite")]
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=interrupting, with_logprobs=True))
+    assert main(argv) == 130 and not out.exists()
+    assert "interrupted" in capsys.readouterr().err
+
+    rerun = scored_judge()
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: rerun)
+    assert main(argv) == 0
+    assert rerun.calls == len(BULK_TEXTS) * len(rules) - len(answered)
+    assert {pair_of(p) for p in rerun.prompts}.isdisjoint(answered)
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    fresh = tmp_path / "fresh.jsonl"
+    assert main([*argv[:5], "-o", str(fresh), "--no-cache"]) == 0
+    assert out.read_bytes() == fresh.read_bytes()

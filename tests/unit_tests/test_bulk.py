@@ -1,0 +1,294 @@
+"""Bulk matching: reading a JSONL file of inputs, judging it input-major, resuming from the verdict cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_tag.bulk import (
+    InputItem,
+    InputsError,
+    amatch_corpus,
+    awrite_results,
+    match_corpus,
+    read_inputs,
+    write_results,
+)
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, judged_rule_id
+from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+from tests.helpers.judge_fakes import pair_of, prompt_input, scored_judge, scored_reply
+
+
+def write_inputs(path: Path, texts: list[str]) -> Path:
+    path.write_text("".join(json.dumps({"id": f"in-{i}", "text": t}) + "\n" for i, t in enumerate(texts, 1)))
+    return path
+
+
+def retriever_for(llm: Any, rules: list[Rule], cache: Any, **kwargs: Any) -> ApplicabilityRetriever:
+    return ApplicabilityRetriever(llm=llm, rules=rules, cache=cache, **kwargs)
+
+
+TEXTS = [f"def f{i}(x=[]):\n\treturn x  # input {i}" for i in range(1, 6)]
+
+
+# --------------------------------------------------------------------------------------------- reading inputs
+
+
+def test_read_inputs_keeps_ids_and_numbers_the_others_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.jsonl"
+    path.write_text(
+        '"a bare string"\n'
+        '{"id": "doc-7", "text": "with an id", "source": "wiki"}\n'
+        "\n"
+        '{"text": "no id"}\n'
+        '{"id": 42, "text": "an integer id"}\n'
+    )
+    items = read_inputs(path)
+    assert [(i.id, i.text, i.line) for i in items] == [
+        ("1", "a bare string", 1),
+        ("doc-7", "with an id", 2),
+        ("4", "no id", 4),
+        ("42", "an integer id", 5),
+    ]
+    assert items[1].fields == {"source": "wiki"}
+
+
+def test_read_inputs_of_an_empty_file_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.jsonl"
+    path.write_text("\n  \n")
+    assert read_inputs(path) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "expected"),
+    [
+        ('"ok"\n{"text": "x"\n', 2, "not JSON"),
+        ('"ok"\n\n"   "\n', 3, "is empty"),
+        ('{"id": "a", "text": ""}\n', 1, "is empty"),
+        ('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', 2, "duplicate id 'a' (first on line 1)"),
+        ('"first"\n{"id": "1", "text": "y"}\n', 2, "duplicate id '1'"),  # a given id clashing with a generated one
+        ('{"id": "a"}\n', 1, 'expected a "text" string, got no text'),
+        ('{"text": 3}\n', 1, "a text that is a number"),
+        ("[1, 2]\n", 1, "got an array"),
+        ('{"id": true, "text": "x"}\n', 1, '"id" must be a non-empty string or an integer'),
+    ],
+)
+def test_a_bad_line_is_refused_naming_file_and_line(tmp_path: Path, content: str, line: int, expected: str) -> None:
+    path = tmp_path / "inputs.jsonl"
+    path.write_text(content)
+    with pytest.raises(InputsError) as exc:
+        read_inputs(path)
+    assert f"{path}:{line}: " in str(exc.value) and expected in str(exc.value)
+    assert exc.value.line == line and exc.value.path == path
+    assert isinstance(exc.value, ValueError)
+
+
+def test_a_missing_file_is_an_inputs_error(tmp_path: Path) -> None:
+    with pytest.raises(InputsError, match="cannot read inputs"):
+        read_inputs(tmp_path / "missing.jsonl")
+
+
+def test_a_utf8_bom_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.jsonl"
+    path.write_bytes('\ufeff{"id": "a", "text": "café"}\n'.encode())
+    assert read_inputs(path) == [InputItem(id="a", text="café", line=1)]
+
+
+# --------------------------------------------------------------------------------------------- matching
+
+
+def test_results_come_in_input_order_with_matches_best_first(rules: list[Rule]) -> None:
+    retriever = retriever_for(scored_judge(), rules, InMemoryVerdictCache())
+    items = [InputItem(id=f"in-{i}", text=t) for i, t in enumerate(TEXTS, 1)]
+    results = list(match_corpus(items, retriever, all_pairs=True))
+    assert [r["id"] for r in results] == [i.id for i in items]
+    for item, record in zip(items, results, strict=True):
+        expected = retriever.match(item.text)
+        assert record["matched"] == [
+            {"rule_id": j.rule_id, "score": j.score, "p_yes": j.p_yes if hasattr(j, "p_yes") else j.probability}
+            for j in expected.matched
+        ]
+        assert record["failed"] == []
+        assert [p["rule_id"] for p in record["pairs"]] == [r.rule_id for r in rules]
+        assert all(p["p_yes"] is not None for p in record["pairs"])
+        scores = [m["score"] for m in record["matched"]]
+        assert scores == sorted(scores, reverse=True)
+    assert json.loads(json.dumps(results)) == results  # JSON-ready
+
+
+def test_bare_strings_get_their_position_as_id(rules: list[Rule]) -> None:
+    retriever = retriever_for(scored_judge(), rules, InMemoryVerdictCache())
+    results = list(match_corpus(["first", "second"], retriever))
+    assert [r["id"] for r in results] == ["1", "2"] and "pairs" not in results[0]
+
+
+def test_inputs_given_in_code_are_checked_too(rules: list[Rule]) -> None:
+    retriever = retriever_for(scored_judge(), rules, InMemoryVerdictCache())
+    with pytest.raises(InputsError, match="duplicate input id 'a'"):
+        match_corpus([InputItem("a", "x"), InputItem("a", "y")], retriever)  # refused before the first result
+    with pytest.raises(InputsError, match="is empty"):
+        amatch_corpus(["x", " "], retriever)
+    with pytest.raises(ValueError, match="max_concurrency must be >= 1"):
+        match_corpus(["x"], retriever, max_concurrency=0)
+
+
+def test_work_is_sent_input_major(rules: list[Rule]) -> None:
+    llm = scored_judge()
+    retriever = retriever_for(llm, rules, InMemoryVerdictCache(), max_concurrency=2)
+    list(match_corpus(TEXTS, retriever, max_concurrency=1))
+    seen = [prompt_input(p) for p in llm.prompts]
+    assert seen == [t for t in TEXTS for _ in rules]  # every rule of one input before the next input
+
+
+def test_several_inputs_at_once_give_the_same_results(rules: list[Rule]) -> None:
+    one = list(match_corpus(TEXTS, retriever_for(scored_judge(), rules, InMemoryVerdictCache()), max_concurrency=1))
+    llm = scored_judge(delay=0.01)
+    many = list(match_corpus(TEXTS, retriever_for(llm, rules, InMemoryVerdictCache()), max_concurrency=3))
+    assert many == one and llm.calls == len(TEXTS) * len(rules)
+
+
+def test_failures_are_reported_per_pair_and_per_input_never_fatal(rules: list[Rule]) -> None:
+    def respond(text: str) -> Any:
+        if "explode" in prompt_input(text):
+            return ConnectionError("provider down")
+        if judged_rule_id(text) == "R-002":
+            return "I would rather not say."
+        return scored_reply(text)
+
+    retriever = retriever_for(FakeChatModel(respond=respond, with_logprobs=True), rules, InMemoryVerdictCache())
+    results = list(match_corpus(["x = 1", "explode now", "y = 2"], retriever, all_pairs=True))
+    assert [r["id"] for r in results] == ["1", "2", "3"]
+    for record in (results[0], results[2]):
+        assert [f["rule_id"] for f in record["failed"]] == ["R-002"]
+        assert "no YES/NO verdict" in record["failed"][0]["error"]
+        assert "R-002" not in [m["rule_id"] for m in record["matched"]]
+        assert next(p for p in record["pairs"] if p["rule_id"] == "R-002")["p_yes"] is None
+        assert "error" not in record
+    broken = results[1]
+    assert broken["matched"] == [] and "provider down" in broken["error"]
+    assert [f["rule_id"] for f in broken["failed"]] == [r.rule_id for r in rules]
+
+
+def test_an_empty_corpus_writes_an_empty_file(tmp_path: Path, rules: list[Rule]) -> None:
+    llm = scored_judge()
+    out = tmp_path / "out.jsonl"
+    assert write_results(match_corpus([], retriever_for(llm, rules, InMemoryVerdictCache())), out) == 0
+    assert out.read_bytes() == b"" and llm.calls == 0
+
+
+def test_progress_counts_judgments_with_rate(rules: list[Rule], capsys: pytest.CaptureFixture[str]) -> None:
+    retriever = retriever_for(scored_judge(), rules, InMemoryVerdictCache())
+    list(match_corpus(TEXTS[:2], retriever, show_progress=True))
+    err = capsys.readouterr().err
+    assert "judgments/s" in err and f"/{2 * len(rules)}" in err.replace(".0", "")
+
+
+# --------------------------------------------------------------------------------------------- resuming
+
+
+class Interrupting:
+    """A judge that is killed (KeyboardInterrupt) when it is asked about one (input, rule) pair, once."""
+
+    def __init__(self, text: str, rule_id: str) -> None:
+        self.text, self.rule_id = text, rule_id
+        self.armed = True
+        self.answered: set[tuple[str, str | None, bool]] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, prompt: str) -> Any:
+        pair = pair_of(prompt)
+        if self.armed and pair[:2] == (self.text, self.rule_id):
+            self.armed = False
+            return KeyboardInterrupt()
+        with self._lock:
+            self.answered.add(pair)
+        return scored_reply(prompt)
+
+
+@pytest.mark.parametrize(("predicate", "inputs_at_once"), [("applicability", 1), ("applicability-contrast", 3)])
+def test_a_killed_job_resumes_without_judging_anything_twice_and_writes_the_same_bytes(
+    tmp_path: Path, rules: list[Rule], predicate: str, inputs_at_once: int
+) -> None:
+    items = read_inputs(write_inputs(tmp_path / "inputs.jsonl", TEXTS))
+    halves = 2 if predicate == "applicability-contrast" else 1
+    total = len(items) * len(rules) * halves
+
+    fresh = tmp_path / "fresh.jsonl"
+    reference = retriever_for(scored_judge(), rules, SQLiteVerdictCache(tmp_path / "fresh.sqlite"), predicate=predicate)
+    write_results(match_corpus(items, reference, all_pairs=True, max_concurrency=inputs_at_once), fresh)
+
+    out = tmp_path / "out.jsonl"
+    verdicts = tmp_path / "verdicts.sqlite"
+    killer = Interrupting(TEXTS[2], "R-004")
+    first = FakeChatModel(respond=killer, with_logprobs=True)
+    retriever = retriever_for(first, rules, SQLiteVerdictCache(verdicts), predicate=predicate, max_concurrency=1)
+    with pytest.raises(KeyboardInterrupt):
+        write_results(match_corpus(items, retriever, all_pairs=True, max_concurrency=inputs_at_once), out)
+    assert not out.exists() and list(tmp_path.glob(".*partial")) == []
+    assert 0 < len(killer.answered) < total
+
+    second = scored_judge()
+    retriever = retriever_for(second, rules, SQLiteVerdictCache(verdicts), predicate=predicate, max_concurrency=1)
+    write_results(match_corpus(items, retriever, all_pairs=True, max_concurrency=inputs_at_once), out)
+    asked = {pair_of(p) for p in second.prompts}
+    assert second.calls == total - len(killer.answered)  # only the pairs not answered before the kill
+    assert asked.isdisjoint(killer.answered)
+    assert out.read_bytes() == fresh.read_bytes()
+
+
+def test_a_finished_job_reruns_with_no_call(tmp_path: Path, rules: list[Rule]) -> None:
+    verdicts = tmp_path / "verdicts.sqlite"
+    out_a, out_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_results(match_corpus(TEXTS, retriever_for(scored_judge(), rules, SQLiteVerdictCache(verdicts))), out_a)
+    llm = scored_judge()
+    write_results(match_corpus(TEXTS, retriever_for(llm, rules, SQLiteVerdictCache(verdicts))), out_b)
+    assert llm.calls == 0 and out_a.read_bytes() == out_b.read_bytes()
+
+
+def test_an_interrupted_write_leaves_the_old_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+
+    def results() -> Any:
+        yield {"id": "1"}
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_results(results(), out)
+    assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+# --------------------------------------------------------------------------------------------- async twin
+
+
+def test_async_twin_gives_the_same_results_and_file(tmp_path: Path, rules: list[Rule]) -> None:
+    sync_out, async_out = tmp_path / "sync.jsonl", tmp_path / "async.jsonl"
+    write_results(match_corpus(TEXTS, retriever_for(scored_judge(), rules, InMemoryVerdictCache())), sync_out)
+    llm = scored_judge(delay=0.005)
+    retriever = retriever_for(llm, rules, InMemoryVerdictCache())
+    count = asyncio.run(awrite_results(amatch_corpus(TEXTS, retriever, max_concurrency=3), async_out))
+    assert count == len(TEXTS) and async_out.read_bytes() == sync_out.read_bytes()
+    assert llm.calls == len(TEXTS) * len(rules)
+
+
+def test_async_twin_resumes_from_the_cache(tmp_path: Path, rules: list[Rule]) -> None:
+    verdicts = tmp_path / "verdicts.sqlite"
+    killer = Interrupting(TEXTS[1], "R-002")
+
+    async def run(llm: Any) -> list[dict[str, Any]]:
+        retriever = retriever_for(llm, rules, SQLiteVerdictCache(verdicts), max_concurrency=1)
+        return [r async for r in amatch_corpus(TEXTS, retriever, max_concurrency=1)]
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(run(FakeChatModel(respond=killer, with_logprobs=True)))
+    llm = scored_judge()
+    resumed = asyncio.run(run(llm))
+    assert llm.calls == len(TEXTS) * len(rules) - len(killer.answered)
+    assert resumed == list(match_corpus(TEXTS, retriever_for(scored_judge(), rules, InMemoryVerdictCache())))
