@@ -41,6 +41,7 @@ policies much better than with the generic :data:`TYPICAL_INPUTS`.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,8 @@ from langchain_tag.calibration_map import (
     fit_calibration,
 )
 from langchain_tag.logodds import logit, sigmoid
+
+logger = logging.getLogger("langchain_tag.matcher")  # the judge's warnings, under one logger
 
 if TYPE_CHECKING:
     from langchain_tag.matcher import PairwiseJudge
@@ -79,6 +82,7 @@ __all__ = [
     "fit_calibration",
     "load_reference_inputs",
     "logit",
+    "resolve_default",
     "sigmoid",
 ]
 
@@ -203,6 +207,27 @@ def default_calibration(
         if _family(key) in name and calibration.prompt_version == prompt_version:
             return calibration
     return None
+
+
+def resolve_default(
+    model: str,
+    prompt_version: str,
+    reference_inputs: tuple[str, ...] | None,
+    memo: dict[tuple[str, str, tuple[str, ...] | None], Calibration | None],
+) -> Calibration | None:
+    """:func:`default_calibration`, remembered in ``memo``; warns once when a reference sample finds no default."""
+    key = (model, prompt_version, reference_inputs)
+    if key not in memo:
+        found = default_calibration(model, prompt_version, reference_inputs)
+        if found is None and reference_inputs:
+            logger.warning(
+                "no domain-reference calibration is shipped for %s with prompt %s: reference_inputs are not "
+                "used and raw P(YES) is thresholded; fit a calibration with retriever.calibrate(...)",
+                model,
+                prompt_version,
+            )
+        memo[key] = found
+    return memo[key]
 
 
 def load_reference_inputs(path: str | Path) -> tuple[str, ...]:

@@ -323,24 +323,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.loaders import load_document
     from langchain_tag.local.models import get_chat_model, get_embeddings
+    from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules, rules_to_documents
+    from langchain_tag.verdict_cache import InMemoryVerdictCache
 
     rules = rules_to_documents(load_rules(args.rules))
     sources = [load_document(p) for p in args.source or []]
     if args.reference_inputs and args.mode != "tag":
         raise ValueError("--reference-inputs applies to --mode tag only")
+    judged = args.mode in ("tag", "relevance")
+    judge = ApplicabilityRetriever(
+        llm=get_chat_model(role="judge"),
+        rules=rules,
+        max_concurrency=args.max_concurrency,
+        reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
+        cache=_verdict_cache(args) if judged else InMemoryVerdictCache(),
+    )
     graph = build_tag_graph(
         get_chat_model(role="executor"),
-        judge_llm=get_chat_model(role="judge"),
+        retriever=judge if judged else None,
         rules=rules,
         documents=sources,
         mode=args.mode,
-        domain=args.domain,
+        executor=args.domain,
         embeddings=get_embeddings() if args.mode == "similarity" else None,
         k=args.k,
-        max_concurrency=args.max_concurrency,
-        reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
-        cache=_verdict_cache(args) if args.mode in ("tag", "relevance") else "default",
     )
     state = graph.invoke({"input": _read_input(args.input)})
     units = [str(d.metadata.get("rule_id") or d.metadata.get("chunk_id") or d.id) for d in state["retrieved"]]

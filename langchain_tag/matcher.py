@@ -28,7 +28,7 @@ from langchain_tag.calibration import (
     ReferenceBook,
     Scorer,
     check_reference_inputs,
-    default_calibration,
+    resolve_default,
 )
 from langchain_tag.context_window import (
     CONTEXT_TOKENS_ENV,
@@ -141,6 +141,26 @@ class JudgeState:
     identities: dict[int, tuple[Any, str]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
 
+    def identity(self, llm: Any) -> str:
+        """The identity of ``llm`` (:func:`~langchain_tag.faults.model_identity`), worked out once per model."""
+        known = self.identities.get(id(llm))
+        if known is None or known[0] is not llm:
+            known = self.identities[id(llm)] = (llm, model_identity(llm))
+        return known[1]
+
+
+def _check_settings(
+    threshold: float | None, calibration: Calibration | str | None, reference_inputs: Sequence[str] | None
+) -> None:
+    """Refuse a threshold outside [0, 1], and reference inputs with a calibration of one's own."""
+    if reference_inputs is not None and calibration != "default":
+        raise ValueError(
+            "reference_inputs= selects the shipped domain-reference calibration, so it needs "
+            'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
+        )
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+
 
 def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
     """A pair's raw judgment from the runner's outcome (not yet scored)."""
@@ -155,6 +175,20 @@ def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
         reply=outcome.reply,
         cached=outcome.stored,
         says_yes=verdict.applies if verdict is not None else False,
+    )
+
+
+def _note_missing_logprobs(llm: Any, judgments: Sequence[Judgment], warned: set[str]) -> None:
+    """Warn once when replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
+    answered = [j for j in judgments if j.attempts and j.error is None and not j.cached]
+    if not answered or "no_logprobs" in warned or any(j.p_yes is not None for j in answered):
+        return
+    warned.add("no_logprobs")
+    logger.warning(
+        "%s gave no logprobs: verdicts are read from the reply text, so there is no P(YES) score and "
+        "threshold and calibration do not apply; configure logprobs where the provider offers them "
+        "(e.g. llm.bind(logprobs=True, top_logprobs=5, max_tokens=1))",
+        describe_model(llm),
     )
 
 
@@ -180,40 +214,28 @@ _UNSET: Any = object()
 class PairwiseJudge:
     """Judge every (input, rule) pair independently with one chat model.
 
+    Its settings mean what the :class:`~langchain_tag.retrievers.ApplicabilityRetriever` fields of the same
+    names mean (see their docstrings); the retriever builds one of these per call from its fields.
+
     Args:
-        llm: Any chat model, or a runnable built from one
-            (``llm.bind(logprobs=True, top_logprobs=5, max_tokens=1)``,
-            ``.with_retry()``, ``.with_fallbacks([...])``). A bare
-            OpenAI-compatible model with no logprobs configured gets them
-            bound (:func:`configure_judge`). When no reply carries logprobs,
-            one warning says verdicts are read from the text, with no score.
-        predicate: A :class:`JudgePrompt` or its registry name
-            (``prompt=`` is its deprecated alias).
+        llm: A chat model or a runnable built from one; a bare OpenAI-compatible model gets logprobs and a
+            one-token cap bound (:func:`configure_judge`).
+        predicate: A :class:`JudgePrompt` or its registry name (``prompt=`` is its deprecated alias).
         verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
-        threshold: Calibrated score at or above which a verdict is YES;
-            ``None`` takes the calibration's threshold, else 0.5.
+        threshold: Calibrated score for YES; ``None``: the calibration's, else 0.5.
         max_concurrency: Most judgments in flight at once.
         max_attempts: Calls per pair before a failure is counted as NO.
         cache: A verdict cache; pairs found there cost no call.
-        retry_backoff: Base delay in seconds before resending requests that
-            raised, when the model's own client does not retry them.
-        context_tokens: The judge model's context window; a query whose prompt
-            would not fit is refused with :class:`InputTooLongError` before any
-            call. ``None`` takes ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when set.
-        calibration: ``"default"`` (the shipped calibration for the judge's
-            model family and prompt, raw P(YES) without one), a
-            :class:`~langchain_tag.calibration.Calibration`, or ``None``.
-        strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError`
-            when any judgment failed, instead of counting it as NO.
-        reference_inputs: A sample of your own unlabelled inputs (8 to 20):
-            with ``calibration="default"``, the model family's domain-reference
-            default centres and scales each rule's log-odds on it.
-        state: What is kept between calls (reference judgments, warnings
-            given); a retriever passes its own so its per-call judges share it.
+        retry_backoff: Base delay in seconds before resending requests that raised, when the client does not.
+        context_tokens: The model's context window (``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when set).
+        calibration: ``"default"``, a :class:`~langchain_tag.calibration.Calibration`, or ``None`` (raw P(YES)).
+        strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError` when any judgment failed.
+        reference_inputs: Your own unlabelled sample for the shipped domain-reference default.
+        state: What is kept between calls (reference judgments, warnings given), shared by a retriever's judges.
 
     Raises:
-        ValueError: On a bad threshold, concurrency or attempt count, or
-            ``reference_inputs`` with a calibration other than ``"default"``.
+        ValueError: On a bad threshold, concurrency or attempt count, or ``reference_inputs`` with a
+            calibration other than ``"default"``.
         CalibrationError: When ``reference_inputs`` holds too few inputs.
     """
 
@@ -238,13 +260,7 @@ class PairwiseJudge:
         if prompt is not _UNSET:
             warnings.warn("PairwiseJudge(prompt=...) is deprecated; use predicate=", DeprecationWarning, stacklevel=2)
             predicate = prompt
-        if reference_inputs is not None and calibration != "default":
-            raise ValueError(
-                "reference_inputs= selects the shipped domain-reference calibration, so it needs "
-                'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
-            )
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+        _check_settings(threshold, calibration, reference_inputs)
         self.llm = llm
         self.predicate = predicate
         self.prompt = resolve_judge_prompt(predicate)
@@ -267,41 +283,17 @@ class PairwiseJudge:
 
     # ------------------------------------------------------------ settings
     @property
-    def max_concurrency(self) -> int:
-        """Most judgments in flight at once."""
-        return self.runner.max_concurrency
-
-    @property
-    def max_attempts(self) -> int:
-        """Calls per pair before a failure is counted as NO."""
-        return self.runner.max_attempts
-
-    @property
     def model_identity(self) -> str:
         """The judge model's identity (cache keys, default calibrations)."""
-        known = self.state.identities.get(id(self.llm))
-        if known is None or known[0] is not self.llm:
-            known = (self.llm, model_identity(self.llm))
-            self.state.identities[id(self.llm)] = known
-        return known[1]
+        return self.state.identity(self.llm)
 
     @property
     def calibration(self) -> Calibration | None:
         """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
         if self._calibration != "default":
             return self._calibration
-        key = (self.model_identity, self.prompt.scoring_version, self.reference_inputs)
-        if key not in self.state.defaults:
-            found = default_calibration(key[0], key[1], self.reference_inputs)
-            if found is None and self.reference_inputs:
-                logger.warning(
-                    "no domain-reference calibration is shipped for %s with prompt %s: reference_inputs are not "
-                    "used and raw P(YES) is thresholded; fit a calibration with retriever.calibrate(...)",
-                    key[0],
-                    key[1],
-                )
-            self.state.defaults[key] = found
-        return self.state.defaults[key]
+        version, memo = self.prompt.scoring_version, self.state.defaults
+        return resolve_default(self.model_identity, version, self.reference_inputs, memo)
 
     @calibration.setter
     def calibration(self, value: Calibration | Literal["default"] | None) -> None:
@@ -328,10 +320,6 @@ class PairwiseJudge:
     def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
         """The rule's mean log-odds of YES on the calibration's reference inputs, and their spread, if judged."""
         return self.scorer.reference_log_odds(rule)
-
-    def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
-        """What the calibration's global step sees for one input's judged rules (:meth:`Scorer.features`)."""
-        return self.scorer.features(judged)
 
     # ------------------------------------------------------------ the pure steps, for any engine
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
@@ -438,22 +426,9 @@ class PairwiseJudge:
         for reference, missing, found in references:
             scorer.references.add(reference, missing, found)
         result = MatchResult(query=query, predicate=self.prompt.name, judgments=judgments)
-        self._note_missing_logprobs(judgments)
+        _note_missing_logprobs(self.llm, judgments, self.state.warned)
         scorer.decide(rules, judgments)
         return self._settle(result)
-
-    def _note_missing_logprobs(self, judgments: Sequence[Judgment]) -> None:
-        """Warn once when replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
-        answered = [j for j in judgments if j.attempts and j.error is None and not j.cached]
-        if not answered or "no_logprobs" in self.state.warned or any(j.p_yes is not None for j in answered):
-            return
-        self.state.warned.add("no_logprobs")
-        logger.warning(
-            "%s gave no logprobs: verdicts are read from the reply text, so there is no P(YES) score and "
-            "threshold and calibration do not apply; configure logprobs where the provider offers them "
-            "(e.g. llm.bind(logprobs=True, top_logprobs=5, max_tokens=1))",
-            describe_model(self.llm),
-        )
 
     def _settle(self, result: MatchResult) -> MatchResult:
         """Return the result, logging its failures; raise when the provider answered nothing, or with ``strict``."""
@@ -470,7 +445,7 @@ class PairwiseJudge:
         if self.strict:
             raise JudgmentsFailedError(
                 f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
-                f"after {self.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
+                f"after {self.runner.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
                 failed_rule_ids=ids,
                 result=result,
             )
@@ -479,7 +454,7 @@ class PairwiseJudge:
             len(failed),
             len(result.judgments),
             describe_model(self.llm),
-            self.max_attempts,
+            self.runner.max_attempts,
             ", ".join(ids),
             "; ".join(f"{j.rule_id} ({j.error})" for j in failed[:3]),
         )

@@ -24,20 +24,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_tag.rules import Rule
 
 __all__ = [
-    "EXECUTOR_PROMPTS",
-    "EXTRACTION_PROMPT_VERSION",
-    "JUDGE_PROMPTS",
-    "NEGATION_OPENINGS",
-    "PHASE_PROMPT_VERSIONS",
-    "SPAN_LABELS",
-    "ExecutorPrompt",
-    "JudgePrompt",
-    "VerdictFormat",
-    "decomposition_messages",
-    "dedup_messages",
-    "negate_condition",
-    "operationalisation_messages",
-    "span_detection_messages",
+    "EXECUTOR_PROMPTS", "EXTRACTION_PROMPT_VERSION", "JUDGE_PROMPTS", "NEGATION_OPENINGS", "PHASE_PROMPT_VERSIONS",
+    "SPAN_LABELS", "ExecutorPrompt", "JudgePrompt", "VerdictFormat", "decomposition_messages", "dedup_messages",
+    "negate_condition", "operationalisation_messages", "span_detection_messages",
 ]
 
 VerdictFormat = Literal["token", "json"]

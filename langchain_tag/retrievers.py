@@ -81,6 +81,30 @@ def _as_documents(value: Any) -> Any:
     return value
 
 
+def _stored_documents(vectorstore: VectorStore) -> list[Document]:
+    """Every document a vector store holds (Chroma-style ``get``).
+
+    Raises:
+        TypeError: When the store cannot list its documents.
+    """
+    getter = getattr(vectorstore, "get", None)
+    if getter is None:
+        raise TypeError(f"{type(vectorstore).__name__} cannot list its documents; pass candidates=N to judge the top-N")
+    stored = getter(include=["documents", "metadatas"])
+    return [
+        Document(page_content=text or "", metadata=meta or {}, id=doc_id)
+        for doc_id, text, meta in zip(stored["ids"], stored["documents"], stored["metadatas"], strict=True)
+    ]
+
+
+def _with_config_concurrency(config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the config's ``max_concurrency`` unless the call gave its own."""
+    limit = (config or {}).get("max_concurrency")
+    if limit is not None and kwargs.get("max_concurrency") is None:
+        return {**kwargs, "max_concurrency": limit}
+    return kwargs
+
+
 def verdict_documents(
     result: MatchResult, documents: Mapping[str, Document], *, k: int | None = None
 ) -> list[Document]:
@@ -200,7 +224,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         >>> rule = Rule(rule_id="R1", rule_name="bare except", condition="an except clause names no class",
         ...             action="catch the specific exception class")
         >>> retriever = ApplicabilityRetriever(llm=fake_judge({"R1"}, with_logprobs=True), rules=[rule])
-        >>> [d.metadata["rule_id"] for d in retriever.invoke("try: x()\nexcept: pass")]
+        >>> [d.metadata["rule_id"] for d in retriever.invoke("except: pass")]
         ['R1']
     """
 
@@ -293,17 +317,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         """
         if candidates is not None:
             return cls(llm=llm, vectorstore=vectorstore, candidates=candidates, **kwargs)
-        getter = getattr(vectorstore, "get", None)
-        if getter is None:
-            raise TypeError(
-                f"{type(vectorstore).__name__} cannot list its documents; pass candidates=N to judge the top-N"
-            )
-        stored = getter(include=["documents", "metadatas"])
-        docs = [
-            Document(page_content=text or "", metadata=meta or {}, id=doc_id)
-            for doc_id, text, meta in zip(stored["ids"], stored["documents"], stored["metadatas"], strict=True)
-        ]
-        return cls(llm=llm, rules=docs, **kwargs)
+        return cls(llm=llm, rules=_stored_documents(vectorstore), **kwargs)
 
     # ------------------------------------------------------------------ the judge, from the fields
     def _judge(self, **overrides: Any) -> PairwiseJudge:
@@ -369,14 +383,6 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         return verdict_documents(result, self._documents, k=self.k if k is None else k)
 
     # ------------------------------------------------------------------ the retriever interface
-    @staticmethod
-    def _with_config_concurrency(config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``kwargs`` with the config's ``max_concurrency`` unless the call gave its own."""
-        limit = (config or {}).get("max_concurrency")
-        if limit is not None and kwargs.get("max_concurrency") is None:
-            return {**kwargs, "max_concurrency": limit}
-        return kwargs
-
     @override
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         """Retrieve the rules that apply to ``input``.
@@ -387,12 +393,12 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             **kwargs: Per-call options: ``k`` (cap), ``threshold`` (cut-off on the calibrated score),
                 ``max_concurrency``.
         """
-        return super().invoke(input, config, **self._with_config_concurrency(config, kwargs))
+        return super().invoke(input, config, **_with_config_concurrency(config, kwargs))
 
     @override
     async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         """Async twin of :meth:`invoke`."""
-        return await super().ainvoke(input, config, **self._with_config_concurrency(config, kwargs))
+        return await super().ainvoke(input, config, **_with_config_concurrency(config, kwargs))
 
     @override
     def _get_relevant_documents(

@@ -1,4 +1,4 @@
-"""Fixtures shared by the package's tests and the benchmark's tests (tests/ and benchmarks/bench_tests/)."""
+"""Fixtures shared by the package's tests (unit and integration)."""
 
 from __future__ import annotations
 
