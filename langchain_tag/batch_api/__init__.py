@@ -34,25 +34,20 @@ Example:
         summary = import_openai_batch(["out-1.jsonl"], retriever, "batch/mapping.jsonl")
 """
 
-from langchain_tag.batch_api.results import (
+from langchain_tag.batch_api.export import export_openai_batch
+from langchain_tag.batch_api.ids import (
     BATCH_URL,
     CUSTOM_ID_MAX_CHARS,
     MAPPING_FILE,
     MAX_BYTES,
     MAX_REQUESTS,
     REFERENCE_PREFIX,
-    BatchEntry,
     BatchError,
-    BatchMapping,
-    BatchResultsModel,
-    ImportSummary,
-    RequestFailure,
-    batch_mapping,
     custom_id,
-    export_openai_batch,
-    import_openai_batch,
     parse_custom_id,
 )
+from langchain_tag.batch_api.mapping import BatchEntry, BatchMapping, batch_mapping
+from langchain_tag.batch_api.results import BatchResultsModel, ImportSummary, RequestFailure, import_openai_batch
 
 __all__ = [
     "BATCH_URL",
