@@ -18,7 +18,7 @@ import langchain_tag
 
 PACKAGE = Path(langchain_tag.__file__).parent
 BESIDE = ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.demo")
-EXTRA_WRAPPERS = ("langchain_tag.similarity", "langchain_tag.loaders")
+EXTRA_WRAPPERS = ("langchain_tag.similarity", "langchain_tag.loaders", "langchain_tag.ray_data")
 FORBIDDEN_FOR_CORE = (*BESIDE, "langchain_tag_bench")
 HEAVY = (
     "chromadb",

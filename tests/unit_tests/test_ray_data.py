@@ -1,0 +1,413 @@
+"""Judging through a Ray Data pipeline gives the verdicts of in-process judging.
+
+The pipeline runs on a local Ray instance (started once for the module)
+against a fake OpenAI-compatible endpoint on 127.0.0.1: it answers YES or NO
+with first-token logprobs derived from the prompt text, as
+:func:`fake_answer` does for the in-process fake chat model, and fails the
+rules it is told to fail. Sockets are enabled for this module only, and
+connections only to the loopback address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+import pytest_socket
+from pydantic import SecretStr
+
+from langchain_tag import ray_data
+from langchain_tag.calibration import Calibration
+from langchain_tag.errors import MissingExtraError
+from langchain_tag.pairs import MatchResult
+from langchain_tag.ray_data import build_judge_processor, chat_request_body, judge_with_ray, read_chat_response
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, asks_negation, judged_rule_id
+from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+
+pytestmark = pytest.mark.enable_socket
+
+LOOPBACK = ["127.0.0.1", "::1"]
+MODEL = "fake-judge"
+CRASH = "# the endpoint fails every request about this input"
+
+INPUTS = [
+    "from os import *\nprint(getcwd())",
+    "import os, sys\n\ndef f(x, acc=[]):\n    acc.append(x)\n    return acc",
+    "try:\n\trun()\nexcept:\n\tpass",
+]
+
+
+# --------------------------------------------------------------------------- fakes
+def fake_answer(prompt: str) -> tuple[str, float]:
+    """The reply to a judge prompt: P(YES) from a hash of the prompt text, and the word it makes."""
+    p = 0.03 + 0.94 * int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return ("YES" if p >= 0.5 else "NO"), p
+
+
+def openai_logprobs(word: str, p: float) -> dict[str, Any]:
+    """First-token logprobs as the in-process fake chat model gives them (FakeChatModel(with_logprobs=True))."""
+    top = [{"token": "YES", "logprob": math.log(p)}, {"token": "NO", "logprob": math.log(1 - p)}]
+    return {"content": [{"token": word, "logprob": math.log(p if word == "YES" else 1 - p), "top_logprobs": top}]}
+
+
+class FakeEndpoint:
+    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 in a thread.
+
+    Attributes:
+        failing: Rule id -> ``"500"`` (an HTTP 500 with a JSON error),
+            ``"garbage"`` (a 200 whose body is not JSON) or ``"unreadable"``
+            (a reply with no verdict and no logprobs). Every prompt holding
+            :data:`CRASH` gets the 500.
+        bodies: Every request body received.
+    """
+
+    def __init__(self) -> None:
+        self.failing: dict[str, str] = {}
+        self.bodies: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with endpoint._lock:
+                    endpoint.bodies.append(body)
+                status, payload = endpoint.reply(body)
+                data = payload.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if payload.startswith("{") else "text/html")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def reply(self, body: dict[str, Any]) -> tuple[int, str]:
+        prompt = "\n\n".join(m["content"] for m in body["messages"])
+        failure = "500" if CRASH in prompt else self.failing.get(judged_rule_id(prompt) or "")
+        if failure == "500":
+            return 500, json.dumps({"error": {"message": "the model crashed", "type": "server_error"}})
+        if failure == "garbage":
+            return 200, "<html>upstream proxy error</html>"
+        word, p = fake_answer(prompt)
+        content, logprobs = ("I am not sure.", None) if failure == "unreadable" else (word, openai_logprobs(word, p))
+        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": logprobs}
+        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": 1, "total_tokens": len(prompt.split()) + 1}
+        return 200, json.dumps(
+            {"id": "x", "object": "chat.completion", "model": MODEL, "choices": [choice], "usage": usage}
+        )
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def in_process_judge(failing: dict[str, str] | None = None) -> FakeChatModel:
+    """The in-process twin of the endpoint: the same answers, the same failures."""
+    failing = failing or {}
+
+    def respond(prompt: str) -> Any:
+        failure = "500" if CRASH in prompt else failing.get(judged_rule_id(prompt) or "")
+        if failure == "500":
+            return RuntimeError("HTTP 500: the model crashed")
+        if failure == "garbage":
+            return "<html>upstream proxy error</html>"
+        if failure == "unreadable":
+            return "I am not sure."
+        return fake_answer(prompt)
+
+    return FakeChatModel(respond=respond, with_logprobs=True)
+
+
+def verdicts(result: MatchResult) -> list[tuple[Any, ...]]:
+    return [(j.rule_id, j.applies, j.p_yes, j.score, j.error is None) for j in result.judgments]
+
+
+# --------------------------------------------------------------------------- fixtures
+def _loopback_only() -> None:
+    pytest_socket.socket_allow_hosts(LOOPBACK, allow_unix_socket=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_loopback_only() -> None:
+    """Connections to the loopback address only while the module's Ray instance and endpoint start."""
+    _loopback_only()
+
+
+@pytest.fixture(autouse=True)
+def _test_loopback_only() -> None:
+    """The same for each test (pytest-socket lifts restrictions after every test)."""
+    _loopback_only()
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray instance for the module: starting one takes seconds.
+
+    Without the ``ray`` extra these tests skip on a developer's machine and fail on CI (``CI`` set).
+    """
+    if importlib.util.find_spec("ray") is None:
+        message = 'the ray extra is not installed: pip install -e ".[ray]"'
+        if os.environ.get("CI"):
+            pytest.fail(f"{message} (CI must install it)")
+        pytest.skip(message)
+    import ray
+    from ray.data import DataContext
+
+    started = not ray.is_initialized()
+    ray_data.init_local_ray(num_cpus=2)
+    context = DataContext.get_current()
+    progress = context.enable_progress_bars
+    context.enable_progress_bars = False
+    yield
+    context.enable_progress_bars = progress
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def module_endpoint() -> Iterator[FakeEndpoint]:
+    endpoint = FakeEndpoint()
+    yield endpoint
+    endpoint.close()
+
+
+@pytest.fixture
+def endpoint(module_endpoint: FakeEndpoint) -> FakeEndpoint:
+    module_endpoint.failing = {}
+    module_endpoint.bodies.clear()
+    return module_endpoint
+
+
+def twin_retrievers(rules: list[Rule], failing: dict[str, str] | None = None, **options: Any) -> tuple[Any, ...]:
+    """A retriever judged in process, and one for Ray whose (identical) fake model must never be called."""
+    in_process = ApplicabilityRetriever(
+        llm=in_process_judge(failing), rules=rules, cache=InMemoryVerdictCache(), **options
+    )
+    never_called = in_process_judge(failing)
+    for_ray = ApplicabilityRetriever(llm=never_called, rules=rules, cache=InMemoryVerdictCache(), **options)
+    return in_process, for_ray, never_called
+
+
+# --------------------------------------------------------------------------- through Ray
+def test_ray_verdicts_equal_in_process_judging(local_ray: None, endpoint: FakeEndpoint, rules: list[Rule]) -> None:
+    in_process, for_ray, never_called = twin_retrievers(rules)
+
+    run = judge_with_ray(for_ray, INPUTS, base_url=endpoint.base_url, model=MODEL, batch_size=4)
+
+    assert never_called.calls == 0
+    assert run.failures == []
+    assert (run.requested, run.cached, run.sent, run.calls, run.passes) == (15, 0, 15, 15, 1)
+    assert [r.query for r in run.results] == INPUTS
+    assert [verdicts(r) for r in run.results] == [verdicts(in_process.match(q)) for q in INPUTS]
+    assert any(j.applies for r in run.results for j in r.judgments)
+    assert all(r.calls == 0 and r.cache_hits == len(rules) for r in run.results)
+    assert run.judgments_per_second > 0
+
+    body = endpoint.bodies[0]
+    assert body["model"] == MODEL
+    assert (body["temperature"], body["logprobs"], body["top_logprobs"], body["max_tokens"]) == (0, True, 5, 1)
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+
+    again = judge_with_ray(for_ray, INPUTS, base_url=endpoint.base_url, model=MODEL)
+    assert (again.requested, again.cached, again.sent, again.passes) == (15, 15, 0, 0)
+    assert [verdicts(r) for r in again.results] == [verdicts(r) for r in run.results]
+    assert len(endpoint.bodies) == 15
+
+
+def test_contrast_prompt_and_reference_calibration(local_ray: None, endpoint: FakeEndpoint, rules: list[Rule]) -> None:
+    calibration = Calibration(
+        method="platt",
+        slope=1.3,
+        intercept=-0.2,
+        reference_inputs=("x = 1", "def f():\n    return 2", "print('hello')"),
+        standardise=True,
+        threshold=0.45,
+    )
+    options: dict[str, Any] = {"predicate": "applicability-contrast", "calibration": calibration}
+    in_process, for_ray, never_called = twin_retrievers(rules, **options)
+
+    run = judge_with_ray(for_ray, INPUTS[:2], base_url=endpoint.base_url, model=MODEL, concurrency=2, batch_size=8)
+
+    assert never_called.calls == 0
+    assert run.failures == []
+    # Two halves per pair, for two inputs and three references.
+    assert run.requested == run.sent == 2 * len(rules) * (2 + 3)
+    assert any(asks_negation("\n\n".join(m["content"] for m in b["messages"])) for b in endpoint.bodies)
+    expected = [in_process.match(q) for q in INPUTS[:2]]
+    assert [verdicts(r) for r in run.results] == [verdicts(r) for r in expected]
+    assert all(j.score is not None and j.score != j.p_yes for r in run.results for j in r.judgments)
+
+
+def test_failed_requests_are_reported_and_counted_as_no(
+    local_ray: None, endpoint: FakeEndpoint, rules: list[Rule]
+) -> None:
+    failing = {"R-002": "500", "R-004": "garbage", "R-005": "unreadable"}
+    endpoint.failing = dict(failing)
+    references = ("x = 1", "print('hello')")
+    calibration = Calibration(method="platt", slope=1.1, intercept=0.1, reference_inputs=references)
+    in_process, for_ray, never_called = twin_retrievers(rules, failing, calibration=calibration)
+    crashing = f"{CRASH}\nx = 1"
+
+    run = judge_with_ray(for_ray, [*INPUTS, crashing], base_url=endpoint.base_url, model=MODEL, retry_backoff=0.0)
+
+    assert never_called.calls == 0
+    # (4 inputs + 2 references) x 5 rules; 20 fail and are sent again.
+    assert (run.requested, run.sent, run.passes, run.calls) == (30, 30, 2, 30 + 20)
+    expected_failures = [(q, r) for q in [*INPUTS, *references] for r in failing] + [
+        (crashing, r.rule_id) for r in rules
+    ]
+    assert sorted((f.query, f.rule_id) for f in run.failures) == sorted(expected_failures)
+    assert sorted(f.query for f in run.failures if f.reference) == sorted(references * len(failing))
+    errors = {f.rule_id: f.error for f in run.failures if f.query != crashing}
+    assert errors["R-002"].startswith("HTTP 500: ") and "the model crashed" in errors["R-002"]
+    assert errors["R-004"].startswith("unreadable response: ") and "upstream proxy error" in errors["R-004"]
+    assert "no YES/NO verdict" in errors["R-005"]
+    assert all(f.attempts == 2 and not f.negated for f in run.failures)
+
+    # Failed pairs count as NO with their error; the rest are the in-process verdicts.
+    for result, query in zip(run.results[:-1], INPUTS, strict=True):
+        expected = in_process.match(query)
+        assert [j.rule_id for j in result.failed] == [j.rule_id for j in expected.failed] == list(failing)
+        assert all(not j.applies for j in result.failed)
+        assert errors["R-002"] in (result.judgments[1].error or "")
+        assert verdicts(result) == verdicts(expected)
+    # An input whose every request failed still gets a result: every judgment failed, counted as NO.
+    crashed = run.results[-1]
+    assert [j.rule_id for j in crashed.failed] == [r.rule_id for r in rules]
+    assert all("HTTP 500" in (j.error or "") and not j.applies for j in crashed.judgments)
+
+    # Only answered pairs were cached: a second run sends the failed ones alone.
+    endpoint.failing = {}
+    again = judge_with_ray(for_ray, INPUTS, base_url=endpoint.base_url, model=MODEL)
+    assert (again.requested, again.cached, again.sent, again.failures) == (25, 10, 15, [])
+    assert all(r.failed == [] for r in again.results)
+
+
+def test_sqlite_cache_and_explicit_processor(
+    local_ray: None, endpoint: FakeEndpoint, rules: list[Rule], tmp_path: Any
+) -> None:
+    path = tmp_path / "verdicts.sqlite"
+    retriever = ApplicabilityRetriever(llm=in_process_judge(), rules=rules, cache=SQLiteVerdictCache(path))
+    processor = build_judge_processor(base_url=endpoint.base_url, model=MODEL, extra_body={"cache_prompt": True})
+
+    run = judge_with_ray(retriever, INPUTS[:1], processor=processor)
+
+    assert run.failures == [] and run.sent == len(rules)
+    assert endpoint.bodies[0]["cache_prompt"] is True
+    reopened = ApplicabilityRetriever(llm=in_process_judge(), rules=rules, cache=SQLiteVerdictCache(path))
+    assert reopened.match(INPUTS[0]).calls == 0
+
+
+def test_chat_openai_judge_in_process_and_through_ray(
+    local_ray: None, endpoint: FakeEndpoint, rules: list[Rule]
+) -> None:
+    """With a ChatOpenAI judge, Ray takes its endpoint, model and extra body, and matches it call for call."""
+    from langchain_openai import ChatOpenAI
+
+    def judge_llm() -> ChatOpenAI:
+        return ChatOpenAI(
+            base_url=endpoint.base_url,
+            model=MODEL,
+            api_key=SecretStr("sk-test"),
+            temperature=0,
+            max_retries=0,
+            extra_body={"cache_prompt": True},
+        )
+
+    in_process = ApplicabilityRetriever(llm=judge_llm(), rules=rules, cache=InMemoryVerdictCache())
+    for_ray = ApplicabilityRetriever(llm=judge_llm(), rules=rules, cache=InMemoryVerdictCache())
+    expected = [verdicts(in_process.match(q)) for q in INPUTS[:2]]
+    in_process_bodies = list(endpoint.bodies)
+    endpoint.bodies.clear()
+
+    run = judge_with_ray(for_ray, INPUTS[:2])
+
+    assert [verdicts(r) for r in run.results] == expected
+    assert len(endpoint.bodies) == len(in_process_bodies) == 2 * len(rules)
+    key = lambda b: json.dumps(b["messages"])  # noqa: E731
+    pairs = zip(sorted(endpoint.bodies, key=key), sorted(in_process_bodies, key=key), strict=True)
+    for ray_body, in_process_body in pairs:
+        for name in ("model", "messages", "temperature", "logprobs", "top_logprobs", "cache_prompt"):
+            assert ray_body[name] == in_process_body[name], name
+        # The same one-token cap: the OpenAI client names it max_completion_tokens, servers take max_tokens too.
+        assert ray_body["max_tokens"] == in_process_body.get("max_completion_tokens", in_process_body.get("max_tokens"))
+
+
+# --------------------------------------------------------------------------- pure parts, errors
+def test_chat_request_body() -> None:
+    request = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]}
+    body = chat_request_body(request, model="m", extra_body={"cache_prompt": True})
+    assert body == {
+        "model": "m",
+        "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+        "temperature": 0,
+        "logprobs": True,
+        "top_logprobs": 5,
+        "max_tokens": 1,
+        "cache_prompt": True,
+    }
+    assert "max_tokens" not in chat_request_body(request, model="m", max_tokens=None)
+
+
+def test_read_chat_response() -> None:
+    ok = json.dumps(
+        {
+            "choices": [{"message": {"content": "YES"}, "logprobs": openai_logprobs("YES", 0.8)}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 1},
+        }
+    )
+    row = read_chat_response(200, ok)
+    assert row["error"] == "" and row["text"] == "YES" and (row["prompt_tokens"], row["completion_tokens"]) == (12, 1)
+    assert row["p_yes"] == pytest.approx(0.8)
+    assert json.loads(row["logprobs"]) == openai_logprobs("YES", 0.8)
+
+    text_only = read_chat_response(200, json.dumps({"choices": [{"message": {"content": "NO"}}]}))
+    assert (text_only["error"], text_only["p_yes"], text_only["logprobs"]) == ("", None, "")
+
+    assert read_chat_response(503, "busy")["error"] == "HTTP 503: 'busy'"
+    assert read_chat_response(200, "<html>")["error"].startswith("unreadable response")
+    assert read_chat_response(200, json.dumps({"choices": []}))["error"].startswith("unreadable response")
+    assert (
+        "no YES/NO verdict"
+        in read_chat_response(200, json.dumps({"choices": [{"message": {"content": "hm"}}]}))["error"]
+    )
+    assert read_chat_response(0, "", "request failed: refused")["error"] == "request failed: refused"
+
+
+def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch, rules: list[Rule]) -> None:
+    monkeypatch.setitem(sys.modules, "ray.data.llm", None)
+    retriever = ApplicabilityRetriever(llm=in_process_judge(), rules=rules)
+    with pytest.raises(MissingExtraError, match=r'pip install "langchain-tag\[ray\]"'):
+        judge_with_ray(retriever, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL)
+
+
+def test_refuses_what_it_cannot_run(rules: list[Rule]) -> None:
+    no_cache = ApplicabilityRetriever(llm=in_process_judge(), rules=rules, cache=None)
+    with pytest.raises(ValueError, match="verdict cache"):
+        judge_with_ray(no_cache, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL)
+    retriever = ApplicabilityRetriever(llm=in_process_judge(), rules=rules)
+    with pytest.raises(ValueError, match="base_url= and model="):
+        judge_with_ray(retriever, INPUTS)
+    with pytest.raises(ValueError, match="not one string"):
+        judge_with_ray(retriever, "one input", base_url="http://127.0.0.1:9/v1", model=MODEL)
