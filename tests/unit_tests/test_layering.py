@@ -31,6 +31,7 @@ HEAVY = (
     "torch",
     "xllamacpp",
     "platformdirs",
+    "ray",
 )
 
 
