@@ -12,7 +12,8 @@ strong row scores each pair on its own (``tag-fitted``: a per-rule reference and
   alone and the strong judge alone.
 * Time per case is computed, not measured: the cheap judge's seconds per judgment times every pair of the case,
   plus the strong judge's seconds per judgment times the pairs sent to it. Seconds per judgment are each run's
-  median over its records that made calls of ``seconds / calls``.
+  median over its records that made calls of ``seconds / calls``, or given (``--cheap-seconds``,
+  ``--strong-seconds``) when the two runs did not share the machine under the same load.
 
 ``python -m langchain_tag_bench.cascade --cheap runs/A --strong runs/B [--set demo]`` prints the table.
 """
@@ -396,6 +397,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--targets", type=_targets, default=list(DEFAULT_TARGETS), help="dev agreement targets, e.g. 0.9,0.95"
     )
+    parser.add_argument(
+        "--cheap-seconds", type=float, help="the cheap judge's seconds per judgment (default: from its run's records)"
+    )
+    parser.add_argument(
+        "--strong-seconds", type=float, help="the strong judge's seconds per judgment (default: from its run's records)"
+    )
     parser.add_argument("--cache-dir", help="where the set's derived cases are cached")
     parser.add_argument("--pep8", help="pep8 set: the PEP 8 source")
     parser.add_argument("--data", help="nba or wnc set: the data directory")
@@ -410,6 +417,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         quality_set = load_quality_set(args.quality_set, cache_dir=cache_dir, pep8_path=args.pep8, data_path=args.data)
         cheap = load_judge_run(args.cheap, args.cheap_row)
         strong = load_judge_run(args.strong, args.strong_row)
+        for run, given in ((cheap, args.cheap_seconds), (strong, args.strong_seconds)):
+            if given is not None:
+                if given <= 0:
+                    raise ValueError(f"seconds per judgment must be positive, got {given}")
+                run.seconds_per_judgment, run.judgments_timed = given, 0
         reference = None
         if args.reference_row != "none" and args.reference_row != args.strong_row:
             try:

@@ -141,10 +141,11 @@ def test_main_prints_the_table(
     out = tmp_path / "table.md"
     code = main(
         ["--cheap", str(cheap_dir), "--strong", str(strong_dir), "--set", str(set_dir), "--targets", "0.95"]
-        + ["--cache-dir", str(tmp_path), "--out", str(out)]
+        + ["--cache-dir", str(tmp_path), "--out", str(out), "--strong-seconds", "2.0"]
     )
     assert code == 0
     printed = capsys.readouterr().out
+    assert "2.000 s / judgment" in printed and "| 6.0 |" in printed  # strong alone: 6 pairs x 2.0 s / 2 cases
     assert "cascade, dev agreement >= 95%" in printed and "strong alone, `tag` (reference" in printed
     assert out.read_text(encoding="utf-8").strip() == printed.strip()
 
