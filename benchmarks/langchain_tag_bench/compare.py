@@ -163,32 +163,44 @@ def outcome_grid(run: QualityRun, method: str, split: str = "test") -> tuple[lis
 def plot_outcomes(
     run: QualityRun, methods: Sequence[str], *, split: str = "test", width: float = 11.0, title: str = ""
 ) -> Figure:
-    """One panel per method: inputs (rows) by policy statements (columns), coloured by :func:`outcome_grid`."""
+    """One panel per method: inputs (rows) by policy statements (columns), coloured by :func:`outcome_grid`.
+
+    Up to five panels side by side for a short policy; three per row when the policy has more than 12
+    statements, so the statement ids stay readable.
+    """
+    import math
+
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
     grids = [outcome_grid(run, m, split) for m in methods]
     cases, statements, _ = grids[0]
-    height = min(9.0, 1.2 + 0.17 * len(cases))
-    fig, axes = plt.subplots(1, len(methods), figsize=(width, height), sharey=True)
+    columns = min(len(methods), 5 if len(statements) <= 12 else 3)
+    rows = math.ceil(len(methods) / columns)
+    panel_height = max(1.8, 0.6 + 0.16 * len(cases))
+    fig, axes = plt.subplots(rows, columns, figsize=(width, rows * panel_height + 0.9), sharey=True, squeeze=False)
     cmap = ListedColormap(OUTCOME_COLOURS)
-    for ax, method, (_, _, grid) in zip(axes, methods, grids, strict=True):
+    flat = list(axes.flat)
+    for ax, method, (_, _, grid) in zip(flat, methods, grids, strict=False):
         ax.imshow(grid, cmap=cmap, vmin=0, vmax=3, aspect="auto", interpolation="nearest")
         ax.set_title(short_label(method), fontsize=9)
-        ax.set_xticks(range(len(statements)), [_short_id(s) for s in statements], rotation=90, fontsize=6)
+        ax.set_xticks(range(len(statements)), [_short_id(s) for s in statements], rotation=90, fontsize=7)
         ax.set_xticks([x - 0.5 for x in range(1, len(statements))], minor=True)
         ax.set_yticks([y - 0.5 for y in range(1, len(cases))], minor=True)
         ax.grid(which="minor", color="#dddddd", linewidth=0.4)
         ax.tick_params(which="minor", length=0)
-    axes[0].set_yticks(range(len(cases)), [_short_id(c) for c in cases], fontsize=6)
+    for ax in flat[len(methods) :]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_yticks(range(len(cases)), [_short_id(c) for c in cases], fontsize=7)
     legend = [
         Patch(facecolor=c, edgecolor="#999999", label=t) for c, t in zip(OUTCOME_COLOURS[1:], _OUTCOMES, strict=True)
     ]
     fig.legend(handles=legend, loc="lower center", ncol=3, fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0.06 if len(cases) > 12 else 0.12, 1, 1))
+    fig.tight_layout(rect=(0, 0.45 / (rows * panel_height + 0.9), 1, 1))
     return fig
 
 
