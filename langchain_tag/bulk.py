@@ -33,9 +33,10 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -426,6 +427,22 @@ def _partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
+@contextmanager
+def _replacing(path: Path) -> Iterator[TextIO]:
+    """A handle on ``path``'s partial file, renamed over ``path`` when the block ends; removed if it raises."""
+    partial = _partial_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
 def write_results(results: Iterable[Mapping[str, Any]], path: str | Path) -> int:
     """Write results as JSONL, one per line; the file appears whole or not at all.
 
@@ -441,39 +458,19 @@ def write_results(results: Iterable[Mapping[str, Any]], path: str | Path) -> int
     Returns:
         How many results were written.
     """
-    path = Path(path)
-    partial = _partial_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    try:
-        with partial.open("w", encoding="utf-8", newline="\n") as handle:
-            for record in results:
-                handle.write(_dumps(record))
-                count += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    with _replacing(Path(path)) as handle:
+        for record in results:
+            handle.write(_dumps(record))
+            count += 1
     return count
 
 
 async def awrite_results(results: AsyncIterable[Mapping[str, Any]], path: str | Path) -> int:
     """Async twin of :func:`write_results`."""
-    path = Path(path)
-    partial = _partial_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    try:
-        with partial.open("w", encoding="utf-8", newline="\n") as handle:
-            async for record in results:
-                handle.write(_dumps(record))
-                count += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    with _replacing(Path(path)) as handle:
+        async for record in results:
+            handle.write(_dumps(record))
+            count += 1
     return count
