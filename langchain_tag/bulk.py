@@ -37,22 +37,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
-from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
 from langchain_tag.errors import JudgmentsFailedError, TagError
 from langchain_tag.inputs import InputItem, InputsError, as_input_items, read_inputs
-from langchain_tag.parsing import message_text
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
 if TYPE_CHECKING:
     # Judgment and MatchResult as the retriever's match() is typed to return them (the matcher re-exports them).
-    from langchain_tag.matcher import Judgment, MatchResult, PairwiseJudge
-    from langchain_tag.pairs import PairRequest
+    from langchain_tag.matcher import Judgment, MatchResult
     from langchain_tag.retrievers import ApplicabilityRetriever
 
 __all__ = [
@@ -160,50 +156,26 @@ class _Progress:
 
 
 class _PairRecorder(BaseCallbackHandler):
-    """Keeps each reply of one input's judgments in the verdict cache as it arrives, and counts it.
+    """Counts one input's judgments on the progress bar as their replies arrive.
 
-    The judge's call runner also stores each readable reply, but only when
-    its own loop takes it from the call's thread; when the job is interrupted,
-    the replies that arrived but were not yet taken, and the calls in flight
-    that finish while the runner shuts down, never reach it. Recording here
-    (through :meth:`PairwiseJudge.record`), in the thread the reply arrives
-    on, means a job killed in the middle of an input loses no finished judgment.
+    Keeping the replies is the call runner's job: it stores each readable reply in the verdict cache in the
+    thread it arrives on, so a job killed in the middle of an input loses no finished judgment.
     """
 
     run_inline = True
 
-    def __init__(self, judge: PairwiseJudge, requests: Sequence[PairRequest], progress: _Progress) -> None:
-        self._judge = judge
-        self._requests = {tuple(str(m["content"]) for m in r.messages): r for r in requests}
-        self._runs: dict[UUID, PairRequest | None] = {}
+    def __init__(self, expected: int, progress: _Progress) -> None:
         self._progress = progress
         self._lock = threading.Lock()
-        self._expected = len(requests)
+        self._expected = expected
         self.counted = 0
 
-    def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
-    ) -> None:
-        contents = tuple(message_text(m) for m in messages[0]) if messages else ()
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         with self._lock:
-            self._runs[run_id] = self._requests.get(contents)
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        with self._lock:
-            request = self._runs.pop(run_id, None)
             count = self.counted < self._expected
             self.counted += int(count)
-        if request is not None and self._judge.cache is not None:
-            generation = response.generations[0][0] if response.generations and response.generations[0] else None
-            if isinstance(generation, ChatGeneration):
-                message = generation.message
-                self._judge.record(request, message_text(message), message.response_metadata.get("logprobs"))
         if count:
             self._progress.advance()
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        with self._lock:
-            self._runs.pop(run_id, None)
 
     def settle(self) -> None:
         """Count the judgments of this input that made no call (cached, or failed without a reply)."""
@@ -237,9 +209,8 @@ class _Job:
         return cls(retriever, rules, per_input, all_pairs, _Progress(n_inputs * per_input, show))
 
     def recorder(self, item: InputItem) -> _PairRecorder:
-        judge = self.retriever.judge
-        requests = judge.requests(item.text, self.rules) if self.rules else []
-        return _PairRecorder(judge, requests, self.progress)
+        requests = self.retriever.judge.requests(item.text, self.rules) if self.rules else []
+        return _PairRecorder(len(requests), self.progress)
 
     def finish(self, item: InputItem, outcome: MatchResult | BaseException, recorder: _PairRecorder) -> dict[str, Any]:
         recorder.settle()

@@ -29,9 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from langchain_core.callbacks import Callbacks
+from langchain_core.callbacks import BaseCallbackHandler, Callbacks
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from tqdm.auto import tqdm
 
@@ -201,7 +202,7 @@ class CallRunner:
         return [
             RunnableConfig(
                 max_concurrency=self.max_concurrency,
-                callbacks=callbacks,
+                callbacks=_with_keeper(callbacks, self.store, r),
                 run_name=r.run_name,  # type: ignore[typeddict-item]
                 tags=list(r.tags),
                 metadata=dict(r.metadata),
@@ -234,9 +235,7 @@ class CallRunner:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             outcome.error = f"unexpected reply structure: {type(exc).__name__}: {exc}"
             return True
-        outcome.error = None
-        if self.store is not None and request.key is not None:
-            self.store.put(request, outcome)
+        outcome.error = None  # the store already has it: _Keeper put it there as it arrived
         bar.update(1)
         return False
 
@@ -247,3 +246,46 @@ class CallRunner:
             return pending, backoff_delay(attempt, base=self.retry_backoff)
         return pending, 0.0
 
+
+class _Keeper(BaseCallbackHandler):
+    """Puts one request's readable reply in the store as soon as it arrives, in the thread it arrives on.
+
+    Storing there, not when the runner's loop takes the reply, means an interrupted run (a kill, Ctrl-C)
+    loses no reply that had arrived: neither one not yet taken by the loop nor a call in flight that
+    finishes while the run shuts down.
+    """
+
+    run_inline = True
+
+    def __init__(self, store: RunnerStore, request: Request[Any]) -> None:
+        self.store = store
+        self.request = request
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        generation = response.generations[0][0] if response.generations and response.generations[0] else None
+        if not isinstance(generation, ChatGeneration):
+            return
+        reply = generation.message
+        outcome: Outcome[Any] = Outcome(attempts=1, reply=message_text(reply))
+        if isinstance(reply, AIMessage) and reply.usage_metadata:
+            outcome.prompt_tokens = reply.usage_metadata.get("input_tokens", 0)
+            outcome.completion_tokens = reply.usage_metadata.get("output_tokens", 0)
+        try:
+            outcome.value = self.request.parse(reply)
+        except (ParseError, KeyError, TypeError, ValueError, AttributeError):
+            return
+        self.store.put(self.request, outcome)
+
+
+def _with_keeper(callbacks: Callbacks, store: RunnerStore | None, request: Request[Any]) -> Callbacks:
+    """``callbacks`` plus a :class:`_Keeper` for ``request`` when it is to be stored."""
+    if store is None or request.key is None:
+        return callbacks
+    keeper = _Keeper(store, request)
+    if callbacks is None:
+        return [keeper]
+    if isinstance(callbacks, list):
+        return [*callbacks, keeper]
+    manager = callbacks.copy()
+    manager.add_handler(keeper, inherit=True)
+    return manager
