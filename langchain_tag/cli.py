@@ -13,7 +13,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -195,8 +195,8 @@ def _bulk_match_asked(args: argparse.Namespace) -> bool:
     if args.inputs is None:
         if args.input is None:
             args.usage_error('give the input text (or "-" for stdin), or --inputs FILE for a JSONL file of inputs')
-        if args.output is not None or args.all_pairs:
-            args.usage_error("-o/--output and --all-pairs go with --inputs FILE")
+        if args.output is not None or args.all_pairs or args.engine != "process":
+            args.usage_error("-o/--output, --all-pairs and --engine go with --inputs FILE")
         return False
     if args.input is not None:
         args.usage_error("give either one input or --inputs FILE, not both")
@@ -251,7 +251,11 @@ def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) ->
             tally["inputs_failed"] += bool(record["failed"])
             yield record
 
-    results = counted(match_corpus(items, retriever, all_pairs=args.all_pairs))
+    if getattr(args, "engine", "process") == "ray":
+        records: Iterable[dict[str, Any]] = _ray_records(args, items, retriever)
+    else:
+        records = match_corpus(items, retriever, all_pairs=args.all_pairs)
+    results = counted(records)
     output = args.output or "-"
     if output == "-":
         for record in results:
@@ -265,6 +269,32 @@ def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) ->
     if not items:
         print(f"langchain-tag: {args.inputs} holds no inputs", file=sys.stderr)
     return EXIT_JUDGMENTS_FAILED if tally["failed"] else 0
+
+
+def _ray_records(args: argparse.Namespace, items: list[Any], retriever: Any) -> list[dict[str, Any]]:
+    """``match --inputs FILE --engine ray``: judge every pair through Ray Data, then one record per input.
+
+    The records are those the in-process job writes (``bulk.result_record``),
+    so the two engines' output files can be compared byte for byte.
+    """
+    from langchain_tag.bulk import result_record
+    from langchain_tag.ray_data import init_local_ray, judge_with_ray
+
+    init_local_ray(**({"address": args.ray_address} if args.ray_address else {}))
+    run = judge_with_ray(
+        retriever,
+        [item.text for item in items],
+        concurrency=args.ray_workers,
+        batch_size=args.ray_batch_size,
+    )
+    print(
+        f"ray: {run.requested} judgments needed, {run.cached} in the verdict cache, {run.sent} sent "
+        f"in {run.passes} pass(es), {run.seconds:.1f} s ({run.judgments_per_second:.2f} judgments/s), "
+        f"{len(run.failures)} failed",
+        file=sys.stderr,
+    )
+    pairs = zip(items, run.results, strict=True)
+    return [result_record(item, result, all_pairs=args.all_pairs) for item, result in pairs]
 
 
 def _batch_retriever(args: argparse.Namespace) -> tuple[list[Any], Any]:
@@ -468,6 +498,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="FILE", help='with --inputs: results file (JSONL; default "-": stdout)')
     p.add_argument("--all-pairs", action="store_true", help="with --inputs: also give every pair's raw P(YES)")
+    p.add_argument(
+        "--engine",
+        choices=("process", "ray"),
+        default="process",
+        help="with --inputs: judge in this process, or through Ray Data (the ray extra) against the judge "
+        "model's OpenAI-compatible endpoint; both write the same records",
+    )
+    p.add_argument("--ray-address", metavar="ADDR", help='with --engine ray: a Ray cluster to join (e.g. "auto")')
+    p.add_argument("--ray-workers", type=_positive_int, default=1, help="with --engine ray: HTTP workers (Ray actors)")
+    p.add_argument("--ray-batch-size", type=_positive_int, default=16, help="with --engine ray: rows per batch")
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
     p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
     p.add_argument(

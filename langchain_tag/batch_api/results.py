@@ -14,16 +14,13 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
 from typing_extensions import override
 
 from langchain_tag.batch_api.ids import BatchError
 from langchain_tag.batch_api.mapping import BatchEntry, BatchMapping
+from langchain_tag.recorded import RecordedReplies
 
 __all__ = ["BatchResultsModel", "ImportSummary", "RequestFailure", "import_openai_batch"]
 
@@ -291,7 +288,7 @@ def _record(judge: Any, entry: BatchEntry, data: Mapping[str, Any], summary: Imp
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class BatchResultsModel(BaseChatModel):
+class BatchResultsModel(RecordedReplies):
     """A judge model that only answers from the verdict cache: named as the batch's model, it never calls one.
 
     Give it to the retriever that exports and imports a batch, so the cache
@@ -303,21 +300,15 @@ class BatchResultsModel(BaseChatModel):
         model_name: The batch's model, e.g. ``"gpt-4o-mini"`` (its identity in cache keys).
     """
 
-    model_name: str
+    error_type: ClassVar[type[Exception]] = BatchError
 
     @property
     def _llm_type(self) -> str:
         return "langchain-tag-batch-results"
 
     @override
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        raise BatchError(
+    def missing_message(self) -> str:
+        return (
             f"no reply from batch model {self.model_name!r} for this pair: its request failed or is missing "
             "from the imported results (export it again)"
         )

@@ -354,6 +354,51 @@ def test_chat_openai_judge_in_process_and_through_ray(
         assert ray_body["max_tokens"] == in_process_body.get("max_completion_tokens", in_process_body.get("max_tokens"))
 
 
+def test_cli_engine_ray_writes_the_in_process_file(
+    local_ray: None,
+    endpoint: FakeEndpoint,
+    rules: list[Rule],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``match --inputs F --engine ray`` writes, byte for byte, the file the in-process job writes."""
+    from langchain_openai import ChatOpenAI
+
+    import langchain_tag.local.models as models
+    from langchain_tag.cli import main
+    from langchain_tag.rules import save_rules
+
+    def judge_llm(**kw: Any) -> ChatOpenAI:
+        return ChatOpenAI(base_url=endpoint.base_url, model=MODEL, api_key=SecretStr("sk-test"), max_retries=0)
+
+    monkeypatch.setattr(models, "get_chat_model", judge_llm)
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text("".join(json.dumps({"id": f"in-{i}", "text": t}) + "\n" for i, t in enumerate(INPUTS)))
+    argv = ["match", "--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "rules.jsonl")), "--all-pairs"]
+
+    assert main([*argv, "-o", str(tmp_path / "process.jsonl"), "--verdicts", str(tmp_path / "p.sqlite")]) == 0
+    sent_in_process = len(endpoint.bodies)
+    ray_argv = [*argv, "-o", str(tmp_path / "ray.jsonl"), "--verdicts", str(tmp_path / "r.sqlite"), "--engine", "ray"]
+    assert main(ray_argv) == 0
+
+    assert len(endpoint.bodies) == 2 * sent_in_process == 2 * len(INPUTS) * len(rules)
+    written = (tmp_path / "ray.jsonl").read_bytes()
+    assert written == (tmp_path / "process.jsonl").read_bytes()
+    assert [json.loads(line)["id"] for line in written.decode().splitlines()] == ["in-0", "in-1", "in-2"]
+    err = capsys.readouterr().err
+    assert f"ray: {len(INPUTS) * len(rules)} judgments needed, 0 in the verdict cache" in err
+    assert main(ray_argv) == 0 and len(endpoint.bodies) == 2 * sent_in_process  # all cached now: no request
+
+
+def test_cli_engine_needs_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    from langchain_tag.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["match", "x", "--rules", "r.jsonl", "--engine", "ray"])
+    assert exit_info.value.code == 2 and "go with --inputs" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- pure parts, errors
 def test_chat_request_body() -> None:
     request = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]}
