@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
@@ -28,15 +30,22 @@ from typing_extensions import override
 
 from langchain_tag.prompts import NEGATION_OPENINGS
 
+if TYPE_CHECKING:
+    from langchain_tag.batch_api.mapping import BatchMapping
+    from langchain_tag.verdict_cache import VerdictCache
+
 __all__ = [
     "FakeChatModel",
     "HashingEmbeddings",
     "asks_negation",
+    "batch_results_from_cache",
+    "batch_results_line",
     "fake_extraction_reply",
     "fake_extractor",
     "fake_judge",
     "judged_rule_id",
     "prompt_text",
+    "yes_no_logprobs",
 ]
 
 Reply = str | tuple[str, float] | AIMessage | BaseException
@@ -114,11 +123,7 @@ class FakeChatModel(BaseChatModel):
         word = reply.strip().upper()
         if self.with_logprobs and word in {"YES", "NO"}:
             p = p_yes if p_yes is not None else (0.9 if word == "YES" else 0.1)
-            p = min(max(p, 1e-6), 1 - 1e-6)
-            top = [{"token": "YES", "logprob": math.log(p)}, {"token": "NO", "logprob": math.log(1 - p)}]
-            metadata["logprobs"] = {
-                "content": [{"token": word, "logprob": math.log(p if word == "YES" else 1 - p), "top_logprobs": top}]
-            }
+            metadata["logprobs"] = yes_no_logprobs(word, min(max(p, 1e-6), 1 - 1e-6))
         usage = {
             "input_tokens": len(text.split()),
             "output_tokens": max(1, len(reply.split())),
@@ -298,3 +303,96 @@ def fake_extractor(**kwargs: Any) -> FakeChatModel:
     duplicates. Replies are a function of the prompt alone.
     """
     return FakeChatModel(respond=fake_extraction_reply, **kwargs)
+
+
+def yes_no_logprobs(word: str, p: float) -> dict[str, Any]:
+    """First-token logprobs of a one-word verdict with P(YES) = ``p``, in OpenAI's shape.
+
+    Args:
+        word: The reply, ``"YES"`` or ``"NO"``.
+        p: P(YES), strictly between 0 and 1.
+    """
+    top = [{"token": "YES", "logprob": math.log(p)}, {"token": "NO", "logprob": math.log(1 - p)}]
+    return {"content": [{"token": word, "logprob": math.log(p if word == "YES" else 1 - p), "top_logprobs": top}]}
+
+
+def batch_results_line(
+    custom_id: str,
+    content: str,
+    logprobs: Mapping[str, Any] | None,
+    *,
+    model: str,
+    number: int,
+    prompt_tokens: int = 0,
+) -> dict[str, Any]:
+    """One OpenAI Batch API output line: a 200 response whose chat completion replies ``content``.
+
+    Args:
+        custom_id: The request's ``custom_id``.
+        content: The reply text.
+        logprobs: The first choice's ``logprobs`` object, if any.
+        model: The model named in the completion.
+        number: Makes the line's ids unique.
+        prompt_tokens: The prompt tokens reported.
+    """
+    return {
+        "id": f"batch_req_{number}",
+        "custom_id": custom_id,
+        "response": {
+            "status_code": 200,
+            "request_id": f"req_{number}",
+            "body": {
+                "id": f"chatcmpl-{number}",
+                "object": "chat.completion",
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content, "refusal": None},
+                        "logprobs": dict(logprobs) if logprobs is not None else None,
+                        "finish_reason": "length",
+                    }
+                ],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1},
+            },
+        },
+        "error": None,
+    }
+
+
+def batch_results_from_cache(mapping: BatchMapping | str | Path, cache: VerdictCache, out: str | Path) -> int:
+    """A Batch API output file that answers an export with the verdicts a cache holds for it.
+
+    For trying the import path against a real model's judgments with no
+    batch provider: judge the pairs with the model (in process, any engine)
+    into ``cache``, export the same job, then answer each exported request
+    with the stored verdict of its key: the reply text, and for a stored
+    P(YES) the first-token logprobs that give it back. Lines are written in
+    reverse order, as a provider's output need not follow the input.
+
+    Args:
+        mapping: The export's :class:`~langchain_tag.batch_api.mapping.BatchMapping` (or its file or directory).
+        cache: The verdict cache holding the model's judgments, under the keys the export names.
+        out: The output file to write.
+
+    Returns:
+        How many requests were answered; one whose key the cache lacks gets
+        no line (the import reports it missing).
+    """
+    from langchain_tag.batch_api.mapping import BatchMapping
+
+    if not isinstance(mapping, BatchMapping):
+        mapping = BatchMapping.load(mapping)
+    lines = []
+    for number, entry in enumerate(mapping.entries.values(), start=1):
+        found = cache.get(entry.key)
+        if found is None:
+            continue
+        logprobs = None
+        if found.probability is not None:
+            p = min(max(found.probability, 1e-12), 1 - 1e-12)
+            logprobs = yes_no_logprobs("YES" if p >= 0.5 else "NO", p)
+        model = mapping.model_identity or "batch-model"
+        lines.append(batch_results_line(entry.custom_id, found.reply, logprobs, model=model, number=number))
+    Path(out).write_text("".join(json.dumps(line) + "\n" for line in reversed(lines)), encoding="utf-8")
+    return len(lines)

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_tag.testing import FakeChatModel, asks_negation, judged_rule_id
+from langchain_tag.testing import FakeChatModel, asks_negation, batch_results_line, judged_rule_id
 
 _INPUT = re.compile(r"INPUT:\n<<<\n(.*?)\n>>>", re.DOTALL)
 
@@ -62,29 +62,11 @@ def as_messages(messages: list[dict[str, str]]) -> list[BaseMessage]:
 def ok_line(line: dict[str, Any], model: FakeChatModel, number: int) -> dict[str, Any]:
     """The Batch API output line for one input line, answered by ``model``."""
     reply = model.invoke(as_messages(line["body"]["messages"]))
-    return {
-        "id": f"batch_req_{number}",
-        "custom_id": line["custom_id"],
-        "response": {
-            "status_code": 200,
-            "request_id": f"req_{number}",
-            "body": {
-                "id": f"chatcmpl-{number}",
-                "object": "chat.completion",
-                "model": line["body"]["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": reply.content, "refusal": None},
-                        "logprobs": reply.response_metadata.get("logprobs"),
-                        "finish_reason": "length",
-                    }
-                ],
-                "usage": {"prompt_tokens": 100 + number, "completion_tokens": 1, "total_tokens": 101 + number},
-            },
-        },
-        "error": None,
-    }
+    logprobs = reply.response_metadata.get("logprobs")
+    content = str(reply.content)
+    return batch_results_line(
+        line["custom_id"], content, logprobs, model=line["body"]["model"], number=number, prompt_tokens=100 + number
+    )
 
 
 def answer(paths: list[Path], out: Path, model: FakeChatModel | None = None) -> Path:
