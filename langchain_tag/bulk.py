@@ -128,17 +128,17 @@ def _one_line(exc: BaseException) -> str:
 class _Progress:
     """A thread-safe judgment counter over a tqdm bar (judgments/s, ETA)."""
 
-    def __init__(self, total: int, show: bool | None) -> None:
-        disable = (not sys.stderr.isatty()) if show is None else not show
+    def __init__(self, total: int, show: bool | None, *, cached: int = 0) -> None:
         self._bar = tqdm(
             total=total,
+            initial=cached,  # counted, but not in the rate or the ETA
             desc="judging",
             unit=" judgments",
             unit_scale=True,
             dynamic_ncols=True,
             smoothing=0.05,
             leave=False,
-            disable=disable or total == 0,
+            disable=not show or total == 0,
         )
         self._lock = threading.Lock()
 
@@ -200,15 +200,27 @@ class _Job:
     all_pairs: bool
     progress: _Progress
 
+    to_judge: dict[str, int]
+    """Input id -> its judgments the verdict cache lacked when the job started (only with a progress bar)."""
+
     @classmethod
-    def start(cls, retriever: ApplicabilityRetriever, n_inputs: int, *, all_pairs: bool, show: bool | None) -> _Job:
+    def start(
+        cls, retriever: ApplicabilityRetriever, items: Sequence[InputItem], *, all_pairs: bool, show: bool | None
+    ) -> _Job:
         rules = retriever_rules(retriever)
         halves = 2 if retriever.judge.prompt.negation is not None else 1
         count = len(rules) if rules else (retriever.candidates or 0)
         per_input = count * halves
-        return cls(retriever, rules, per_input, all_pairs, _Progress(n_inputs * per_input, show))
+        show = sys.stderr.isatty() if show is None else show
+        to_judge = _not_cached(retriever, items, rules) if show and rules else {}
+        total = len(items) * per_input
+        cached = total - sum(to_judge.values()) if to_judge else 0
+        progress = _Progress(total, show, cached=cached)
+        return cls(retriever, rules, per_input, all_pairs, progress, to_judge)
 
     def recorder(self, item: InputItem) -> _PairRecorder:
+        if item.id in self.to_judge:
+            return _PairRecorder(self.to_judge[item.id], self.progress)
         requests = self.retriever.judge.requests(item.text, self.rules) if self.rules else []
         return _PairRecorder(len(requests), self.progress)
 
@@ -235,6 +247,17 @@ class _Job:
         except TagError as exc:
             outcome = exc
         return self.finish(item, outcome, recorder)
+
+
+def _not_cached(retriever: ApplicabilityRetriever, items: Sequence[InputItem], rules: Sequence[Rule]) -> dict[str, int]:
+    """Per input id, how many of its judgments the verdict cache lacks (a resumed job's bar starts past the rest)."""
+    judge = retriever.judge
+    cache = judge.cache
+    counts: dict[str, int] = {}
+    for item in items:
+        requests = judge.requests(item.text, rules)
+        counts[item.id] = len(requests) if cache is None else sum(cache.get(r.key) is None for r in requests)
+    return counts
 
 
 def _inputs_at_once(max_concurrency: int | None, retriever: ApplicabilityRetriever, per_input: int) -> int:
@@ -299,7 +322,7 @@ def _match_items(
     show_progress: bool | None,
     max_concurrency: int | None,
 ) -> Iterator[dict[str, Any]]:
-    job = _Job.start(retriever, len(items), all_pairs=all_pairs, show=show_progress)
+    job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
     width = _inputs_at_once(max_concurrency, retriever, job.per_input)
     try:
         for done, record in enumerate(_run_in_order(items, job.run, width), start=1):
@@ -355,7 +378,7 @@ async def _amatch_items(
     show_progress: bool | None,
     max_concurrency: int | None,
 ) -> AsyncIterator[dict[str, Any]]:
-    job = _Job.start(retriever, len(items), all_pairs=all_pairs, show=show_progress)
+    job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
     width = _inputs_at_once(max_concurrency, retriever, job.per_input)
     try:
         done = 0

@@ -190,6 +190,24 @@ def test_progress_counts_judgments_with_rate(rules: list[Rule], capsys: pytest.C
     assert "judgments/s" in err and f"/{2 * len(rules)}" in err.replace(".0", "")
 
 
+def test_a_resumed_jobs_bar_starts_past_the_cached_judgments(
+    rules: list[Rule], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Judgments found in the verdict cache are counted from the start, so the rate and ETA are the new calls'."""
+    judge = scored_judge()
+    retriever = retriever_for(judge, rules, InMemoryVerdictCache())
+    list(match_corpus(TEXTS[:2], retriever))
+    capsys.readouterr()
+    calls = judge.calls
+
+    list(match_corpus(TEXTS[:3], retriever, show_progress=True))
+
+    frames = capsys.readouterr().err.replace(".0", "").split("\r")
+    first = next(f for f in frames if "judging" in f)
+    assert f"{2 * len(rules)}/{3 * len(rules)}" in first  # the cached judgments, before any call
+    assert judge.calls - calls == len(rules)
+
+
 # --------------------------------------------------------------------------------------------- resuming
 
 
