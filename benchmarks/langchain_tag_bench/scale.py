@@ -11,7 +11,10 @@ checks), is judged twice from empty verdict caches:
 
 It prints judgments per second for each (after one warm-up call), Ray's
 start-up time (not counted in its rate), and whether the two gave the same
-verdicts. By default the
+verdicts. A third row is the hardware limit they are measured against: the
+same request bodies posted back to back by a bare HTTP client (no package
+code between requests), the pace of the model server when it is never idle;
+each engine's share of it is printed. By default the
 embedded llama.cpp server is used; ``--base-url`` and ``--model`` point both
 at another OpenAI-compatible endpoint (vLLM, for example), where Ray's
 workers can run requests in parallel.
@@ -177,6 +180,39 @@ def run_ray(
     return run.results, EngineTiming("Ray Data", run.sent - len(run.failures), run.seconds, note), startup
 
 
+def run_bare_client(
+    retriever: ApplicabilityRetriever, inputs: Sequence[str], judge: Any, args: argparse.Namespace
+) -> EngineTiming:
+    """The server's own pace: the same request bodies posted one after another by a bare HTTP client.
+
+    No package code runs between two requests (no runner, parsing, cache or scorer), so this is what the
+    model server gives when it is never idle: the limit the two engines are measured against.
+    """
+    import httpx
+
+    from langchain_tag.faults import chat_model_of
+    from langchain_tag.ray_data import chat_request_body
+
+    llm = chat_model_of(judge)
+    base_url = args.base_url or str(llm.openai_api_base)
+    model = args.model or str(llm.model_name)
+    extra = dict(getattr(llm, "extra_body", None) or {})
+    rules = _rules_of(retriever)
+    bodies = [
+        chat_request_body(r.to_dict(), model=model, extra_body=extra)
+        for q in inputs
+        for r in retriever.judge.requests(q, rules)
+    ]
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"}
+    with httpx.Client(timeout=300) as client:
+        started = time.perf_counter()
+        for body in bodies:
+            client.post(url, json=body, headers=headers).raise_for_status()
+        seconds = time.perf_counter() - started
+    return EngineTiming("server alone (bare HTTP client)", len(bodies), seconds, "one request in flight, no package")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job both ways and print the table."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
@@ -209,14 +245,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             results[engine], timings[engine] = run_in_process(retriever, inputs)
 
+    timings["bare"] = run_bare_client(_retriever(judge, rules, args), inputs, judge, args)
+
     cores = os.cpu_count()
     print(f"{len(inputs)} inputs x {len(rules)} rules, judge {retriever.judge.model_identity}, {cores} cores")
     print()
-    print("| engine | judgments | seconds | judgments/s | setting |")
-    print("|---|---|---|---|---|")
-    for timing in (timings["in process"], timings["ray"]):
+    limit = timings["bare"].per_second
+    print("| engine | judgments | seconds | judgments/s | share of the server's own pace | setting |")
+    print("|---|---|---|---|---|---|")
+    for timing in (timings["in process"], timings["ray"], timings["bare"]):
+        share = f"{timing.per_second / limit:.0%}" if limit > 0 else "-"
         print(
-            f"| {timing.engine} | {timing.judgments} | {timing.seconds:.1f} | {timing.per_second:.2f} | {timing.note} |"
+            f"| {timing.engine} | {timing.judgments} | {timing.seconds:.1f} | {timing.per_second:.2f} | {share} "
+            f"| {timing.note} |"
         )
     print()
     print(f"Ray start-up (not counted above): {startup:.1f} s")

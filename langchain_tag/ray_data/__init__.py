@@ -1,7 +1,7 @@
 """Judging on Ray Data: the same judging core, distributed by a Ray Data LLM pipeline.
 
 Needs the ``ray`` extra (``pip install "langchain-tag[ray]"``); the core
-never imports this module. The pipeline is Ray Data's own LLM processor
+never imports this package. The pipeline is Ray Data's own LLM processor
 (:mod:`ray.data.llm`), with the package's pure judging core on each side:
 
 1. **preprocess** (:func:`chat_request_body`): a

@@ -139,7 +139,7 @@ def judge_with_ray(
         processor: A Ray Data LLM processor to use instead of the HTTP one
             built from the arguments above: it takes rows with ``order``,
             ``key`` and ``request`` and gives :data:`OUTPUT_COLUMNS` (see the
-            vLLM sketch in this module's docstring).
+            vLLM sketch in :mod:`langchain_tag.ray_data`).
 
     Returns:
         Each input's result, the failed requests and counts.
