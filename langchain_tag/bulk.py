@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 from langchain_tag.errors import JudgmentsFailedError, TagError
 from langchain_tag.inputs import InputItem, InputsError, as_input_items, read_inputs
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
+from langchain_tag.verdict_cache import VerdictStore
 
 if TYPE_CHECKING:
     # Judgment and MatchResult as the retriever's match() is typed to return them (the matcher re-exports them).
@@ -252,11 +253,11 @@ class _Job:
 def _not_cached(retriever: ApplicabilityRetriever, items: Sequence[InputItem], rules: Sequence[Rule]) -> dict[str, int]:
     """Per input id, how many of its judgments the verdict cache lacks (a resumed job's bar starts past the rest)."""
     judge = retriever.judge
-    cache = judge.cache
+    store = VerdictStore(judge.cache) if judge.cache is not None else None
     counts: dict[str, int] = {}
     for item in items:
         requests = judge.requests(item.text, rules)
-        counts[item.id] = len(requests) if cache is None else sum(cache.get(r.key) is None for r in requests)
+        counts[item.id] = len(requests) if store is None else sum(not store.holds(r.key) for r in requests)
     return counts
 
 

@@ -193,6 +193,11 @@ class VerdictStore:
     def __init__(self, cache: VerdictCache) -> None:
         self.cache = cache
 
+    def holds(self, key: str) -> bool:
+        """Whether ``key`` would be served from the cache (a stored verdict whose P(YES), if any, is usable)."""
+        hit = self.cache.get(key)
+        return hit is not None and _usable(hit.probability)
+
     def get(self, request: Request[Any]) -> Outcome[Any] | None:
         hit = self.cache.get(request.key) if request.key is not None else None
         if hit is None or not _usable(hit.probability):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
 
 import pytest
 from langchain_core.documents import Document
@@ -82,3 +83,30 @@ def local_config() -> ModelConfig:
         if importlib.util.find_spec(spec.module(1)) is None:
             _missing(f"local weights not installed: {spec.pip_install_command()}")
     return config
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray instance per test module (starting one takes seconds), with Ray Data's progress bars off.
+
+    Without the ``ray`` extra the tests using it skip on a developer's machine and fail on CI (``CI`` set).
+    """
+    if importlib.util.find_spec("ray") is None:
+        message = 'the ray extra is not installed: pip install -e ".[ray]"'
+        if os.environ.get("CI"):
+            pytest.fail(f"{message} (CI must install it)")
+        pytest.skip(message)
+    import ray
+    from ray.data import DataContext
+
+    from langchain_tag.ray_data import init_local_ray
+
+    started = not ray.is_initialized()
+    init_local_ray(num_cpus=2)
+    context = DataContext.get_current()
+    progress = context.enable_progress_bars
+    context.enable_progress_bars = False
+    yield
+    context.enable_progress_bars = progress
+    if started:
+        ray.shutdown()

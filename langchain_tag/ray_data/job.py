@@ -20,6 +20,7 @@ from langchain_tag.ray_data.processor import build_judge_processor, require_ray
 from langchain_tag.recorded import RecordedReplies, prompt_key
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
+from langchain_tag.verdict_cache import VerdictStore
 
 if TYPE_CHECKING:
     from ray.data import Dataset
@@ -240,7 +241,8 @@ def _plan(judge: Any, queries: Sequence[str], rules: Sequence[Rule], run: RayJud
             if query not in entry.queries:
                 entry.queries.append(query)
     run.requested = len(wanted)
-    pending = [p for key, p in wanted.items() if not _cached(judge.cache, key)]
+    store = VerdictStore(judge.cache)
+    pending = [p for key, p in wanted.items() if not store.holds(key)]
     run.cached = run.requested - len(pending)
     run.sent = len(pending)
     return pending
@@ -250,15 +252,6 @@ def _reference_labels(judge: Any, rules: Sequence[Rule]) -> dict[str, str]:
     """The reference input of each reference request's key, for the failure report (empty if not known)."""
     references = getattr(judge.calibration, "reference_inputs", None) or ()
     return {r.key: ref for ref in references for r in judge.requests(ref, rules)}
-
-
-def _cached(cache: Any, key: str) -> bool:
-    """Whether the judge would serve ``key`` from the cache (a stored P(YES), if any, within [0, 1])."""
-    hit = cache.get(key)
-    if hit is None:
-        return False
-    p = hit.probability
-    return p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0.0 <= p <= 1.0)
 
 
 def _send(

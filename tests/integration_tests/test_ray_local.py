@@ -8,10 +8,6 @@ cores).
 
 from __future__ import annotations
 
-import importlib.util
-import os
-from collections.abc import Iterator
-
 import pytest
 
 from langchain_tag.local.models import ModelConfig, get_chat_model
@@ -26,24 +22,6 @@ INPUTS = [
     "import os, sys\n\n\ndef collect(item, bucket=[]):\n    bucket.append(item)\n    return bucket",
     "try:\n\trun()\nexcept:\n\tpass",
 ]
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    if importlib.util.find_spec("ray") is None:
-        message = 'the ray extra is not installed: pip install -e ".[ray]"'
-        if os.environ.get("CI"):
-            pytest.fail(f"{message} (CI must install it)")
-        pytest.skip(message)
-    import ray
-
-    from langchain_tag.ray_data import init_local_ray
-
-    started = not ray.is_initialized()
-    init_local_ray(num_cpus=2)
-    yield
-    if started:
-        ray.shutdown()
 
 
 def test_ray_verdicts_equal_in_process_on_the_local_model(

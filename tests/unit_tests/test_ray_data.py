@@ -11,10 +11,8 @@ connections only to the loopback address.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
-import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -25,7 +23,6 @@ import pytest
 import pytest_socket
 from pydantic import SecretStr
 
-from langchain_tag import ray_data
 from langchain_tag.calibration import Calibration
 from langchain_tag.errors import MissingExtraError
 from langchain_tag.pairs import MatchResult
@@ -158,31 +155,6 @@ def _module_loopback_only() -> None:
 def _test_loopback_only() -> None:
     """The same for each test (pytest-socket lifts restrictions after every test)."""
     _loopback_only()
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """One local Ray instance for the module: starting one takes seconds.
-
-    Without the ``ray`` extra these tests skip on a developer's machine and fail on CI (``CI`` set).
-    """
-    if importlib.util.find_spec("ray") is None:
-        message = 'the ray extra is not installed: pip install -e ".[ray]"'
-        if os.environ.get("CI"):
-            pytest.fail(f"{message} (CI must install it)")
-        pytest.skip(message)
-    import ray
-    from ray.data import DataContext
-
-    started = not ray.is_initialized()
-    ray_data.init_local_ray(num_cpus=2)
-    context = DataContext.get_current()
-    progress = context.enable_progress_bars
-    context.enable_progress_bars = False
-    yield
-    context.enable_progress_bars = progress
-    if started:
-        ray.shutdown()
 
 
 @pytest.fixture(scope="module")
