@@ -180,9 +180,7 @@ def run_ray(
     return run.results, EngineTiming("Ray Data", run.sent - len(run.failures), run.seconds, note), startup
 
 
-def run_bare_client(
-    retriever: ApplicabilityRetriever, inputs: Sequence[str], judge: Any, args: argparse.Namespace
-) -> EngineTiming:
+def run_bare_client(retriever: ApplicabilityRetriever, inputs: Sequence[str], args: argparse.Namespace) -> EngineTiming:
     """The server's own pace: the same request bodies posted one after another by a bare HTTP client.
 
     No package code runs between two requests (no runner, parsing, cache or scorer), so this is what the
@@ -190,21 +188,19 @@ def run_bare_client(
     """
     import httpx
 
-    from langchain_tag.faults import chat_model_of
     from langchain_tag.ray_data import chat_request_body
+    from langchain_tag.ray_data.job import judge_endpoint
 
-    llm = chat_model_of(judge)
-    base_url = args.base_url or str(llm.openai_api_base)
-    model = args.model or str(llm.model_name)
-    extra = dict(getattr(llm, "extra_body", None) or {})
+    endpoint = judge_endpoint(retriever, base_url=args.base_url, model=args.model, api_key=None, extra_body=None)
+    base_url, model = endpoint["base_url"], endpoint["model"]
     rules = _rules_of(retriever)
     bodies = [
-        chat_request_body(r.to_dict(), model=model, extra_body=extra)
+        chat_request_body(r.to_dict(), model=model, extra_body=endpoint["extra_body"])
         for q in inputs
         for r in retriever.judge.requests(q, rules)
     ]
     url = base_url.rstrip("/") + "/chat/completions"
-    headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"}
+    headers = {"Authorization": f"Bearer {endpoint['api_key'] or 'none'}"}
     with httpx.Client(timeout=300) as client:
         started = time.perf_counter()
         for body in bodies:
@@ -245,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             results[engine], timings[engine] = run_in_process(retriever, inputs)
 
-    timings["bare"] = run_bare_client(_retriever(judge, rules, args), inputs, judge, args)
+    timings["bare"] = run_bare_client(_retriever(judge, rules, args), inputs, args)
 
     cores = os.cpu_count()
     print(f"{len(inputs)} inputs x {len(rules)} rules, judge {retriever.judge.model_identity}, {cores} cores")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ray.data import Dataset
     from ray.data.llm import Processor
 
-__all__ = ["RayJudgeRun", "RayRequestError", "RequestFailure", "judge_with_ray"]
+__all__ = ["RayJudgeRun", "RayRequestError", "RequestFailure", "judge_endpoint", "judge_with_ray"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def judge_with_ray(
     rules = rules_from_documents(rule_documents(retriever.rules))
     queries = list(inputs)
     if processor is None:
-        endpoint = _endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
+        endpoint = judge_endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
         processor = build_judge_processor(
             **endpoint,
             max_tokens=1 if judge.verdict_format == "token" else None,
@@ -197,7 +197,7 @@ def judge_with_ray(
     return run
 
 
-def _endpoint(
+def judge_endpoint(
     retriever: ApplicabilityRetriever,
     *,
     base_url: str | None,

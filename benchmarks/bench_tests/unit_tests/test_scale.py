@@ -22,7 +22,7 @@ def test_bare_client_posts_every_judgment_of_the_job(rules: list[Rule]) -> None:
         judge = ChatOpenAI(base_url=endpoint.base_url, model="instant", api_key=SecretStr("none"), max_retries=0)
         retriever = ApplicabilityRetriever(llm=judge, rules=rules, calibration=None)
         inputs = ["from os import *", "def f(x=[]):\n    return x"]
-        timing = run_bare_client(retriever, inputs, judge, argparse.Namespace(base_url=None, model=None))
+        timing = run_bare_client(retriever, inputs, argparse.Namespace(base_url=None, model=None))
         assert timing.judgments == len(inputs) * len(rules)
         assert timing.seconds > 0 and timing.per_second > 0
         # The same job in process gives one result per input, and agrees with itself pair for pair.
