@@ -7,6 +7,7 @@ text: extract atomic condition -> action rules from a document offline
 actions (:func:`build_tag_graph`).
 """
 
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 from langchain_tag.errors import (
     DocumentLoadError,
     InputTooLongError,
@@ -20,7 +21,7 @@ from langchain_tag.errors import (
 from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import ExtractionReport, ExtractionResult, RuleDocumentTransformer
 from langchain_tag.graph import build_tag_graph
-from langchain_tag.matcher import Judgment, MatchResult, PairwiseJudge
+from langchain_tag.judging.chat import Judgment, MatchResult, PairwiseJudge
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import (
     Rule,
@@ -30,7 +31,6 @@ from langchain_tag.rules import (
     rules_to_documents,
     save_rules,
 )
-from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 
 __version__ = "0.1.0"
 

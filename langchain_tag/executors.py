@@ -9,20 +9,100 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from langchain_tag.deprecation import renamed_argument
-from langchain_tag.prompts import EXECUTOR_PROMPTS, ExecutorPrompt
 
-__all__ = ["UnitKind", "executor_chain", "executor_messages", "format_units", "resolve_executor_prompt", "unfence"]
+__all__ = [
+    "EXECUTOR_PROMPTS",
+    "ExecutorPrompt",
+    "UnitKind",
+    "executor_chain",
+    "executor_messages",
+    "format_units",
+    "resolve_executor_prompt",
+    "unfence",
+]
 
 UnitKind = Literal["rules", "chunks", "none"]
+
+
+@dataclass(frozen=True)
+class ExecutorPrompt:
+    """An executor prompt in rule mode and its chunk-mode twin.
+
+    Rule mode lists ``[rule_id] action`` lines; chunk mode lists reference
+    passages. Everything else is identical, so only the reference material
+    differs between methods. ``output="code"``: the reply is code, and a reply
+    that is one Markdown-fenced block is unwrapped.
+    """
+
+    name: str
+    version: str
+    system: str
+    rules_intro: str
+    chunks_intro: str
+    none_text: str
+    task_suffix: str = ""
+    output: Literal["text", "code"] = "text"
+
+    def messages(self, query: str, units: Sequence[tuple[str, str]], unit_kind: str = "rules") -> list[BaseMessage]:
+        """Build executor messages.
+
+        Args:
+            query: The task input.
+            units: ``(id, text)`` pairs: rule ids and actions, or chunk ids and text.
+            unit_kind: ``"rules"``, ``"chunks"`` or ``"none"``. An empty
+                ``units`` gives the same prompt as ``"none"``: a method that
+                matched nothing hands the executor what no retrieval does.
+        """
+        if unit_kind == "none" or not units:
+            reference = self.none_text
+        elif unit_kind == "rules":
+            reference = self.rules_intro + "\n" + "\n".join(f"[{uid}] {text}" for uid, text in units)
+        else:
+            reference = self.chunks_intro + "\n" + "\n\n".join(f"[{uid}] {text}" for uid, text in units)
+        user = f"{reference}\n\nINPUT:\n{query}"
+        if self.task_suffix:
+            user += f"\n\n{self.task_suffix}"
+        return [SystemMessage(self.system), HumanMessage(user)]
+
+
+EXECUTOR_PROMPTS: dict[str, ExecutorPrompt] = {
+    "generic": ExecutorPrompt(
+        name="generic",
+        version="exec-generic-v2",
+        system=(
+            "You carry out a task on the user's input. Follow the reference guidance where it fits the input; "
+            "do not invent facts. Give only the result."
+        ),
+        rules_intro="Rules that apply to this input (id and what to do):",
+        chunks_intro="Reference passages:",
+        none_text="No reference guidance is given.",
+    ),
+    "code_review": ExecutorPrompt(
+        name="code_review",
+        version="exec-code-review-v2",
+        system=(
+            "You revise Python code so that it follows a team's review rules. Apply each given rule that the code "
+            "breaks and change nothing else; keep the code's behaviour. Output only the revised code, with no "
+            "Markdown fences and no explanation."
+        ),
+        rules_intro="Review rules that apply to this code (id and what to do):",
+        chunks_intro="Review policy passages:",
+        none_text="No review rules are given; follow common Python practice.",
+        output="code",
+    ),
+}
+"""Executor prompts by domain name: the single source of ``domain=`` and the CLI's choices."""
+
 
 _ONE_FENCED_BLOCK = re.compile(r"\A\s*(```|~~~)[^\n]*\n(?P<body>.*?)\n?[ \t]*\1[ \t]*\s*\Z", re.DOTALL)
 
@@ -41,7 +121,7 @@ def unfence(text: str) -> str:
 
 
 def resolve_executor_prompt(executor: str | ExecutorPrompt) -> ExecutorPrompt:
-    """Return the executor prompt for a registry key (:data:`~langchain_tag.prompts.EXECUTOR_PROMPTS`) or pass one
+    """Return the executor prompt for a registry key (:data:`~langchain_tag.executors.EXECUTOR_PROMPTS`) or pass one
     through.
 
     Raises:
@@ -96,8 +176,8 @@ def executor_chain(
 
     Args:
         llm: The executor model.
-        executor: A key of :data:`~langchain_tag.prompts.EXECUTOR_PROMPTS` (``"generic"``, ``"code_review"``)
-            or an :class:`~langchain_tag.prompts.ExecutorPrompt`.
+        executor: A key of :data:`~langchain_tag.executors.EXECUTOR_PROMPTS` (``"generic"``, ``"code_review"``)
+            or an :class:`~langchain_tag.executors.ExecutorPrompt`.
         domain: Deprecated name of ``executor``.
 
     Example:

@@ -33,10 +33,10 @@ from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
 from langchain_tag.deprecation import renamed_argument
-from langchain_tag.executors import UnitKind, executor_chain
+from langchain_tag.executors import ExecutorPrompt, UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.matcher import ChatRunnable
-from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
+from langchain_tag.judging.chat import ChatRunnable
+from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule, rule_documents
 
@@ -184,7 +184,7 @@ def make_retriever(
                 "(e.g. langchain_tag.local.get_embeddings() with the local extra, or OpenAIEmbeddings())"
             )
 
-        from langchain_tag.similarity import similarity_retriever
+        from langchain_tag.integrations.similarity import similarity_retriever
 
         source = list(documents) or [_searchable(doc) for doc in docs]
         return similarity_retriever(source, embeddings, k=k, chunk=bool(documents)), (
@@ -336,8 +336,8 @@ def build_tag_graph(
             are given, the extract node builds them once from ``documents``.
         documents: Source documents: input to extraction and to the similarity mode's chunks.
         mode: Default retrieval mode (see module docstring).
-        executor: Executor prompt: a key of :data:`~langchain_tag.prompts.EXECUTOR_PROMPTS` (``"generic"``,
-            ``"code_review"``) or an :class:`~langchain_tag.prompts.ExecutorPrompt`.
+        executor: Executor prompt: a key of :data:`~langchain_tag.executors.EXECUTOR_PROMPTS` (``"generic"``,
+            ``"code_review"``) or an :class:`~langchain_tag.executors.ExecutorPrompt`.
         extractor: A configured :class:`RuleDocumentTransformer`.
         embeddings: Embeddings for the similarity mode (needed only by it).
         k: Top-k of the similarity mode.

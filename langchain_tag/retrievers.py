@@ -24,13 +24,13 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self, override
 
-from langchain_tag.calibration import Calibration, LabelledFit
-from langchain_tag.calibration import Method as CalibrationMethod
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache
 from langchain_tag.errors import JudgmentsFailedError
-from langchain_tag.matcher import ChatRunnable, JudgeState, MatchResult, PairwiseJudge
-from langchain_tag.prompts import JudgePrompt, VerdictFormat
+from langchain_tag.judging.calibration.scorer import Calibration, LabelledFit
+from langchain_tag.judging.calibration.scorer import Method as CalibrationMethod
+from langchain_tag.judging.chat import ChatRunnable, JudgeState, MatchResult, PairwiseJudge
+from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
-from langchain_tag.verdict_cache import InMemoryVerdictCache, VerdictCache
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever", "verdict_documents"]
 
@@ -160,7 +160,7 @@ class _CalibratesFromExamples:
         """Fit a calibration from a few labelled inputs and use it from now on (``self.calibration``).
 
         Every example is judged against every candidate rule (through the verdict cache), then the labels are
-        fitted with :func:`~langchain_tag.calibration.fit_calibration`. Save the result with
+        fitted with :func:`~langchain_tag.judging.calibration.scorer.fit_calibration`. Save the result with
         :meth:`Calibration.save` and pass it back as ``calibration=``.
 
         Args:
@@ -204,14 +204,14 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     """Retrieve the rules whose condition the query satisfies.
 
     One judgment per (query, rule) pair, sent with ``max_concurrency`` through
-    a :class:`~langchain_tag.matcher.PairwiseJudge`, which the retriever builds
+    a :class:`~langchain_tag.judging.chat.PairwiseJudge`, which the retriever builds
     from its fields at every call: change a field after construction
     (``retriever.threshold = 0.9``) and the next call uses it. The judge sees
     each rule's condition, never its action.
 
     Failed judgments are never silent. Without ``strict`` they are counted as
     NO, a warning naming their rule ids is logged (logger
-    ``langchain_tag.matcher``), and they are reported (even when no rule
+    ``langchain_tag.judging.chat``), and they are reported (even when no rule
     matched) in :attr:`last_match` (``.failed``), in the returned documents'
     metadata (``tag_failed_rule_ids``), in :meth:`match`'s result, and to
     callbacks as the custom event ``tag_judgments_failed``. With
@@ -233,19 +233,20 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     llm: ChatRunnable
     """The judge: a chat model or a runnable built from one (``llm.bind(logprobs=True, top_logprobs=5,
     max_tokens=1)``, ``.with_retry()``, ``.with_fallbacks([...])``); a bare OpenAI-compatible model gets
-    logprobs and a one-token cap bound (:func:`~langchain_tag.matcher.configure_judge`)."""
+    logprobs and a one-token cap bound (:func:`~langchain_tag.judging.chat.configure_judge`)."""
     rules: Sequence[Document | Rule] = Field(default_factory=list)
     """Rule documents (any ``Document`` carrying the rule metadata keys) or :class:`~langchain_tag.rules.Rule`
     objects."""
     predicate: str | JudgePrompt = "applicability"
     """The judge prompt: ``"applicability"`` (default), ``"applicability-contrast"``, ``"relevance"``, another
-    name in :data:`~langchain_tag.prompts.JUDGE_PROMPTS`, or a :class:`~langchain_tag.prompts.JudgePrompt`."""
+    name in :data:`~langchain_tag.judging.prompts.JUDGE_PROMPTS`, or a
+    :class:`~langchain_tag.judging.prompts.JudgePrompt`."""
     verdict_format: VerdictFormat = "token"
     """``"token"`` (one-word YES/NO) or ``"json"``."""
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """Calibrated score needed for YES; ``None`` takes the calibration's threshold, else 0.5."""
     calibration: Calibration | Literal["default"] | None = "default"
-    """Raw P(YES) to calibrated score (:mod:`langchain_tag.calibration`): ``"default"`` (the shipped
+    """Raw P(YES) to calibrated score (:mod:`langchain_tag.judging.calibration.scorer`): ``"default"`` (the shipped
     calibration of the judge's model family and prompt; raw P(YES) without one), a ``Calibration``, or ``None``."""
     k: int | None = Field(default=None, ge=0)
     """Optional cap on the number of documents returned, highest score first."""
@@ -257,7 +258,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     """With ``vectorstore``, judge only the top-N similar rules."""
     cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
     """Verdict cache: a pair judged before costs no call. In memory by default; a
-    :class:`~langchain_tag.verdict_cache.SQLiteVerdictCache` keeps verdicts across runs; ``None``: none."""
+    :class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache` keeps verdicts across runs; ``None``: none."""
     context_tokens: int | None = Field(default=None, ge=1)
     """The judge model's context window: a query whose prompt would not fit is refused with
     :class:`~langchain_tag.errors.InputTooLongError`, never cut. ``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS``."""

@@ -28,11 +28,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 from typing_extensions import override
 
-from langchain_tag.prompts import NEGATION_OPENINGS
+from langchain_tag.judging.prompts import NEGATION_OPENINGS
 
 if TYPE_CHECKING:
-    from langchain_tag.batch_api.mapping import BatchMapping
-    from langchain_tag.verdict_cache import VerdictCache
+    from langchain_tag.calls.verdict_cache import VerdictCache
+    from langchain_tag.scale.batch_api.mapping import BatchMapping
 
 __all__ = [
     "FakeChatModel",
@@ -371,7 +371,7 @@ def batch_results_from_cache(mapping: BatchMapping | str | Path, cache: VerdictC
     reverse order, as a provider's output need not follow the input.
 
     Args:
-        mapping: The export's :class:`~langchain_tag.batch_api.mapping.BatchMapping` (or its file or directory).
+        mapping: The export's :class:`~langchain_tag.scale.batch_api.mapping.BatchMapping` (or its file or directory).
         cache: The verdict cache holding the model's judgments, under the keys the export names.
         out: The output file to write.
 
@@ -379,7 +379,7 @@ def batch_results_from_cache(mapping: BatchMapping | str | Path, cache: VerdictC
         How many requests were answered; one whose key the cache lacks gets
         no line (the import reports it missing).
     """
-    from langchain_tag.batch_api.mapping import BatchMapping
+    from langchain_tag.scale.batch_api.mapping import BatchMapping
 
     if not isinstance(mapping, BatchMapping):
         mapping = BatchMapping.load(mapping)

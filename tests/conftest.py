@@ -99,7 +99,7 @@ def local_ray() -> Iterator[None]:
     import ray
     from ray.data import DataContext
 
-    from langchain_tag.ray_data import init_local_ray
+    from langchain_tag.scale.ray_data import init_local_ray
 
     started = not ray.is_initialized()
     init_local_ray(num_cpus=2)

@@ -12,11 +12,36 @@ from langchain_tag.local.weights import GGUF_MODELS
 from langchain_tag.rules import Rule
 
 _RULES = {
-    "R-001": ("wildcard import", "the code imports with `from m import *`", "replace it with explicit imports", "imports"),
-    "R-002": ("several modules one line", "one import statement names several modules", "put each import on its own line", "imports"),
-    "R-003": ("tabs for indentation", "a line is indented with tab characters", "indent with four spaces", "indentation"),
-    "R-004": ("mutable default argument", "a function has a list or dict as a default argument value", "use None and create the value inside", "functions"),
-    "R-005": ("bare except clause", "an except clause names no exception class", "catch a specific exception class", "exceptions"),
+    "R-001": (
+        "wildcard import",
+        "the code imports with `from m import *`",
+        "replace it with explicit imports",
+        "imports",
+    ),
+    "R-002": (
+        "several modules one line",
+        "one import statement names several modules",
+        "put each import on its own line",
+        "imports",
+    ),
+    "R-003": (
+        "tabs for indentation",
+        "a line is indented with tab characters",
+        "indent with four spaces",
+        "indentation",
+    ),
+    "R-004": (
+        "mutable default argument",
+        "a function has a list or dict as a default argument value",
+        "use None and create the value inside",
+        "functions",
+    ),
+    "R-005": (
+        "bare except clause",
+        "an except clause names no exception class",
+        "catch a specific exception class",
+        "exceptions",
+    ),
 }
 
 
@@ -24,7 +49,9 @@ _RULES = {
 def rules() -> list[Rule]:
     """Five small rules with distinctive, secret-marked actions."""
     return [
-        Rule(rule_id=i, rule_name=n, condition=c, action=f"ACTION<{a}>", source_text=f"source of {i}", category_tags=[t])
+        Rule(
+            rule_id=i, rule_name=n, condition=c, action=f"ACTION<{a}>", source_text=f"source of {i}", category_tags=[t]
+        )
         for i, (n, c, a, t) in _RULES.items()
     ]
 

@@ -26,9 +26,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from langchain_tag.cli import main as cli_main
+from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+from langchain_tag.cli.main import main as cli_main
 from langchain_tag.testing import batch_results_from_cache
-from langchain_tag.verdict_cache import SQLiteVerdictCache
 
 __all__ = ["compare_results", "main"]
 

@@ -2,10 +2,10 @@
 
 Both runs are ``bench quality`` runs of the same set and the same rules (run the second with ``--rules`` of the
 first), each with per-pair judgments in ``records.jsonl``. No judge is called here: the cascade of
-:class:`~langchain_tag.cascade.CascadeRetriever` is replayed from the records, which is exact as long as the
+:class:`~langchain_tag.judging.cascade.CascadeRetriever` is replayed from the records, which is exact as long as the
 strong row scores each pair on its own (``tag-fitted``: a per-rule reference and a Platt map, no per-input step).
 
-* The band is chosen on the dev cases' pairs with :func:`~langchain_tag.cascade.choose_band` (the narrowest band
+* The band is chosen on the dev cases' pairs with :func:`~langchain_tag.judging.cascade.choose_band` (the narrowest band
   whose cascade agrees with the strong judge alone on at least the target share of dev pairs), once per target.
 * On the test cases: the share of pairs sent to the strong judge, the pairwise agreement with the strong judge
   alone, and micro P/R/F1 over (case, statement) pairs as ``bench quality`` scores them; against the cheap judge
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.calibration import Calibration, sigmoid
-from langchain_tag.cascade import Band, cascade_decisions, choose_band
+from langchain_tag.judging.calibration.scorer import Calibration, sigmoid
+from langchain_tag.judging.cascade import Band, cascade_decisions, choose_band
 from langchain_tag.rules import load_rules
 from langchain_tag_bench.quality import (
     FITTED_FILE,

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.prompts import JUDGE_PROMPTS
+from langchain_tag.judging.prompts import JUDGE_PROMPTS
 from langchain_tag_bench.methods import DEFAULT_KS
 from langchain_tag_bench.tasks import TASKS
 

@@ -67,10 +67,11 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from langchain_tag.errors import ParseError
+from langchain_tag.judging.chat import PairwiseJudge
+from langchain_tag.judging.prompts import JUDGE_PROMPTS
+from langchain_tag.judging.read import parse_verdict
 from langchain_tag.local.server import read_metrics
-from langchain_tag.matcher import PairwiseJudge
-from langchain_tag.parsing import ParseError, parse_verdict
-from langchain_tag.prompts import JUDGE_PROMPTS
 from langchain_tag.rules import Rule
 from langchain_tag_bench.data import default_data_path
 from langchain_tag_bench.metrics import score_retrieval
@@ -517,8 +518,8 @@ def print_remote(remote: list[dict[str, float]]) -> None:
 
 
 def print_prefilter(rules: Sequence[Rule], items: Sequence[Item], tag: MethodCost, ns: Sequence[int]) -> None:
+    from langchain_tag.integrations.similarity import in_memory_chroma
     from langchain_tag.local.models import get_embeddings
-    from langchain_tag.similarity import in_memory_chroma
 
     store = in_memory_chroma(
         [Document(page_content=r.condition, metadata={"rule_id": r.rule_id}) for r in rules], get_embeddings()
@@ -620,7 +621,7 @@ def run_extraction(chat: BaseChatModel, policy: Path | None) -> None:
     """Extract the demo policy (or ``policy``) with no store, as a first run does, and print table 5."""
     from langchain_core.documents import Document
 
-    from langchain_tag.demo import demo_policy, demo_transformer
+    from langchain_tag.cli.demo import demo_policy, demo_transformer
 
     document = Document(page_content=policy.read_text(encoding="utf-8"), id=policy.name) if policy else demo_policy()
     transformer = demo_transformer(chat, store=None)

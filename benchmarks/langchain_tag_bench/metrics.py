@@ -25,7 +25,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tag.parsing import ParseError, parse_json_object
+from langchain_tag.calls.replies import parse_json_object
+from langchain_tag.errors import ParseError
 
 __all__ = [
     "OVERALL",

@@ -57,8 +57,6 @@ def _answers_yes(prompt: str) -> bool:
     return rule_id.endswith(("0", "7")) and rule_id != "R-000"
 
 
-
-
 def _serve(port_out: Any) -> None:
     """Serve an OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers every request at once."""
     from aiohttp import web
@@ -75,8 +73,14 @@ def _serve(port_out: Any) -> None:
             "finish_reason": "length",
         }
         usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 1, "total_tokens": len(prompt) // 4 + 1}
-        reply = {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model", "instant"),
-                 "choices": [choice], "usage": usage}
+        reply = {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "instant"),
+            "choices": [choice],
+            "usage": usage,
+        }
         return web.json_response(reply)
 
     async def start() -> None:
@@ -127,8 +131,8 @@ def time_judging(llm: Any, inputs: Sequence[str], rule_set: Sequence[Rule], *, m
 
 def time_client_alone(llm: Any, inputs: Sequence[str], rule_set: Sequence[Rule], *, max_concurrency: int) -> float:
     """Requests per second of the same prompts sent by ``llm.batch`` alone: the client's own floor."""
-    from langchain_tag.matcher import configure_judge
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.chat import configure_judge
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     prompt, caller = JUDGE_PROMPTS["applicability"], configure_judge(llm)
     batches = [[prompt.messages(text, rule) for rule in rule_set] for text in inputs]
@@ -153,26 +157,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rule_set = rules(args.rules)
     inputs = [f"x_{i} = compute(token_{i % args.rules})  # input {i}" for i in range(args.inputs)]
-    print(f"# Package overhead per judgment ({os.cpu_count()} cores; {args.inputs} inputs x {args.rules} rules, "
-          f"max_concurrency {args.max_concurrency}, {args.repeats} passes each)")
+    print(
+        f"# Package overhead per judgment ({os.cpu_count()} cores; {args.inputs} inputs x {args.rules} rules, "
+        f"max_concurrency {args.max_concurrency}, {args.repeats} passes each)"
+    )
     rows: list[tuple[str, list[float]]] = []
-    rows.append(("fake-model (in process)", _median_rate(
-        lambda: FakeChatModel(respond=lambda p: "YES" if _answers_yes(p) else "NO", with_logprobs=True),
-        inputs, rule_set, args)))
+    rows.append(
+        (
+            "fake-model (in process)",
+            _median_rate(
+                lambda: FakeChatModel(respond=lambda p: "YES" if _answers_yes(p) else "NO", with_logprobs=True),
+                inputs,
+                rule_set,
+                args,
+            ),
+        )
+    )
     from langchain_openai import ChatOpenAI
 
     endpoint = InstantEndpoint()
     try:
-        rows.append(("fake-endpoint (ChatOpenAI over HTTP)", _median_rate(
-            lambda: ChatOpenAI(model="instant", base_url=endpoint.base_url, api_key="none", max_retries=0),
-            inputs, rule_set, args)))
-        rows.append(("ChatOpenAI.batch alone, same prompts (no package)", [
-            time_client_alone(
-                ChatOpenAI(model="instant", base_url=endpoint.base_url, api_key="none", max_retries=0),
-                inputs, rule_set, max_concurrency=args.max_concurrency,
+        rows.append(
+            (
+                "fake-endpoint (ChatOpenAI over HTTP)",
+                _median_rate(
+                    lambda: ChatOpenAI(model="instant", base_url=endpoint.base_url, api_key="none", max_retries=0),
+                    inputs,
+                    rule_set,
+                    args,
+                ),
             )
-            for _ in range(args.repeats)
-        ]))
+        )
+        rows.append(
+            (
+                "ChatOpenAI.batch alone, same prompts (no package)",
+                [
+                    time_client_alone(
+                        ChatOpenAI(model="instant", base_url=endpoint.base_url, api_key="none", max_retries=0),
+                        inputs,
+                        rule_set,
+                        max_concurrency=args.max_concurrency,
+                    )
+                    for _ in range(args.repeats)
+                ],
+            )
+        )
     finally:
         endpoint.close()
     print("| judge | judgments/s (median) | per judgment | passes |")

@@ -2,8 +2,8 @@
 """The benchmark's own prompts: the NBA and passage judges, the rule-first
 baseline, the NPOV rewrite grader and the NPOV, HumanEval and NBA executors.
 
-They are passed to the library as :class:`~langchain_tag.prompts.JudgePrompt`
-and :class:`~langchain_tag.prompts.ExecutorPrompt` objects, so the benchmark
+They are passed to the library as :class:`~langchain_tag.judging.prompts.JudgePrompt`
+and :class:`~langchain_tag.executors.ExecutorPrompt` objects, so the benchmark
 runs the same retrievers and graph a user runs. Wording changes bump the
 prompt's version.
 """
@@ -14,7 +14,9 @@ from collections.abc import Mapping
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_tag.prompts import _JSON_ONLY, _TOKEN_REPLY, ExecutorPrompt, JudgePrompt
+from langchain_tag.executors import ExecutorPrompt
+from langchain_tag.extraction.prompts import _JSON_ONLY
+from langchain_tag.judging.prompts import _TOKEN_REPLY, JudgePrompt
 from langchain_tag.rules import Rule
 
 __all__ = [

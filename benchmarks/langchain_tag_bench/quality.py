@@ -13,10 +13,11 @@ Precision, recall and F1 are micro-averaged over (case, statement) pairs against
 
 Methods (rows): ``tag`` (the shipped default: ``calibration="default"``, matched = calibrated score >= threshold),
 ``tag-raw`` (the same judgments, matched = raw P(YES) >= 0.5, no calls of its own), ``tag-calibrated:FILE`` (a
-saved :class:`~langchain_tag.calibration.Calibration`; its pairs come from the shared verdict cache, so only its
+saved :class:`~langchain_tag.judging.calibration.Calibration`; its pairs come from the shared verdict cache, so only its
 reference inputs cost calls), ``tag-fitted`` (each rule's mean log-odds over
-:data:`~langchain_tag.calibration.TYPICAL_INPUTS` subtracted, then Platt and the threshold fitted on the run's own dev
-cases and applied to test: how a default calibration for a new judge model or judge prompt is made; written to
+:data:`~langchain_tag.judging.calibration.scorer.TYPICAL_INPUTS` subtracted, then Platt and the threshold fitted on
+the run's own dev cases and applied to test: how a default calibration for a new judge model or judge prompt is
+made; written to
 ``OUT/fitted-calibration.json``), ``all_rules``, ``rules_similarity@K`` (K = 1, 3, 5) and ``chunks_similarity@K``
 (K = 1, 2, 3, 5), top-K by embedding similarity in an in-memory Chroma; and LangChain's own LLM compressors over
 the same rule documents (:mod:`~langchain_tag_bench.peers`): ``llm_filter`` (``LLMChainFilter``, one call per rule)
@@ -47,7 +48,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.vectorstores import VectorStore
 
-from langchain_tag.calibration import (
+from langchain_tag.calls.identity import model_identity
+from langchain_tag.judging.calibration.scorer import (
     MIN_DOMAIN_REFERENCES,
     TYPICAL_INPUTS,
     Calibration,
@@ -56,7 +58,6 @@ from langchain_tag.calibration import (
     fit_calibration,
     sigmoid,
 )
-from langchain_tag.faults import model_identity
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
 from langchain_tag_bench.data import BenchDataError, read_json
@@ -135,7 +136,7 @@ class QualitySet:
         cases: ``{"id", "code" or "text", "violates", "split"}`` dicts.
         domain: Domain named in the extraction prompts.
         task_input: What the rules are applied to.
-        demo_settings: Extract with the demo's settings (:func:`langchain_tag.demo.demo_transformer`).
+        demo_settings: Extract with the demo's settings (:func:`langchain_tag.cli.demo.demo_transformer`).
     """
 
     name: str
@@ -239,7 +240,7 @@ def load_quality_set(
         BenchDataError: When a file is missing or malformed, or a statement is not verbatim in the policy.
     """
     if str(name_or_dir) == "demo":
-        from langchain_tag.demo import DEMO_DOMAIN, DEMO_TASK_INPUT, demo_policy
+        from langchain_tag.cli.demo import DEMO_DOMAIN, DEMO_TASK_INPUT, demo_policy
 
         policy = demo_policy()
         data = DATA_DIR / "demo"
@@ -695,7 +696,7 @@ class QualityRun:
 
         Fitted once from the ``tag-fitted`` records of the dev cases (pairs of rules that map to a statement;
         label: the case violates it) and written to ``OUT/fitted-calibration.json``, where ``tag-calibrated:FILE``
-        and :meth:`~langchain_tag.calibration.Calibration.load` read it. ``None`` (with a note) when the dev
+        and :meth:`~langchain_tag.judging.calibration.Calibration.load` read it. ``None`` (with a note) when the dev
         split has no such records, or only one kind of label.
         """
         if self._fitted is not None:
@@ -959,7 +960,7 @@ def _extract(
 ) -> list[Rule]:
     llm = extractor if isinstance(extractor, BaseChatModel) else extractor()
     if quality_set.demo_settings:
-        from langchain_tag.demo import demo_transformer
+        from langchain_tag.cli.demo import demo_transformer
 
         transformer = demo_transformer(llm, store=store)
     else:
@@ -1017,7 +1018,7 @@ def run_quality(
         cache_dir: Where the extraction store lives (``extraction-store.sqlite``; ``None``: no store).
         threshold: The ``tag`` row's threshold (``None``: the calibration's, else 0.5).
         judge_prompt: The judge prompt of every judged row (a name in
-            :data:`~langchain_tag.prompts.JUDGE_PROMPTS`); the shipped default calibration exists for
+            :data:`~langchain_tag.judging.prompts.JUDGE_PROMPTS`); the shipped default calibration exists for
             ``"applicability"`` only, so compare other prompts on ``tag-fitted``.
         max_concurrency: Judgments (and extraction calls) in flight.
         show_progress: Progress bars (default: when stderr is a terminal).
@@ -1027,7 +1028,7 @@ def run_quality(
         ValueError: Without rules or an extractor, without a judge for judged rows, without a ``peer_llm`` for the
             peer rows, or with an empty rule set.
     """
-    from langchain_tag.verdict_cache import SQLiteVerdictCache
+    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
 
     start = time.perf_counter()
     chosen = parse_quality_methods(methods) if isinstance(methods, str) else list(methods)
@@ -1058,7 +1059,7 @@ def run_quality(
     save_rules(rule_list, out / "rules.jsonl")
     spans = statement_spans(quality_set)
     rule_map = rule_statements(rule_list, spans, quality_set.policy_text)
-    from langchain_tag.similarity import chunk_documents
+    from langchain_tag.integrations.similarity import chunk_documents
 
     chunks = chunk_documents([quality_set.policy])
     chunk_map = chunk_statements(chunks, spans)
@@ -1109,7 +1110,7 @@ def run_quality(
 
     def store(kind: str) -> VectorStore:
         if kind not in stores:
-            from langchain_tag.similarity import in_memory_chroma
+            from langchain_tag.integrations.similarity import in_memory_chroma
 
             docs = [r.to_document(content="search") for r in rule_list] if kind == "rules_similarity" else chunks
             stores[kind] = in_memory_chroma(docs, embed())

@@ -45,7 +45,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from langchain_tag.executors import UnitKind
-from langchain_tag.matcher import MatchResult
+from langchain_tag.judging.chat import MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag_bench.methods import Method
@@ -231,7 +231,7 @@ class _Selector:
 
     def chunks(self) -> list[Document]:
         if self._chunks is None:
-            from langchain_tag.similarity import chunk_documents
+            from langchain_tag.integrations.similarity import chunk_documents
 
             if not self.task.sources:
                 raise ValueError(f"{self.task.name}: chunk methods need source documents, and the task has none")
@@ -242,7 +242,7 @@ class _Selector:
         """The similarity store of a unit kind, built once for every k, and the number of units in it."""
         if units not in self._stores:
             from langchain_tag.graph import make_retriever
-            from langchain_tag.similarity import in_memory_chroma
+            from langchain_tag.integrations.similarity import in_memory_chroma
 
             if units == "chunks":
                 # The core's similarity mode: 500/100-character chunks of the sources.

@@ -5,7 +5,7 @@ checks), is judged twice from empty verdict caches:
 
 1. in process: :meth:`ApplicabilityRetriever.match` for each input, the
    judge's own batched calls (``--max-concurrency`` in flight);
-2. through Ray Data: :func:`langchain_tag.ray_data.judge_with_ray`, the HTTP
+2. through Ray Data: :func:`langchain_tag.scale.ray_data.judge_with_ray`, the HTTP
    request processor posting the same requests to the same endpoint
    (``--concurrency`` HTTP workers, ``--batch-size`` rows per batch).
 
@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.pairs import MatchResult
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
+from langchain_tag.judging.pairs import MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
-from langchain_tag.verdict_cache import InMemoryVerdictCache
 
 __all__ = ["Agreement", "EngineTiming", "agreement", "demo_inputs", "main", "scale_rules"]
 
@@ -160,7 +160,7 @@ def run_ray(
     """Judge every input through Ray Data; time the passes, and Ray's start-up apart."""
     import ray
 
-    from langchain_tag.ray_data import init_local_ray, judge_with_ray
+    from langchain_tag.scale.ray_data import init_local_ray, judge_with_ray
 
     started = time.perf_counter()
     if not ray.is_initialized():
@@ -188,8 +188,8 @@ def run_bare_client(retriever: ApplicabilityRetriever, inputs: Sequence[str], ar
     """
     import httpx
 
-    from langchain_tag.ray_data import chat_request_body
-    from langchain_tag.ray_data.job import judge_endpoint
+    from langchain_tag.scale.ray_data import chat_request_body
+    from langchain_tag.scale.ray_data.job import judge_endpoint
 
     endpoint = judge_endpoint(retriever, base_url=args.base_url, model=args.model, api_key=None, extra_body=None)
     base_url, model = endpoint["base_url"], endpoint["model"]

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 
-from langchain_tag.prompts import ExecutorPrompt, JudgePrompt
+from langchain_tag.executors import ExecutorPrompt
+from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.rules import Rule
 
 __all__ = ["BenchItem", "BenchTask", "Metric"]
@@ -70,14 +71,14 @@ class BenchTask:
             trigger an extraction.
         sources: Source documents (standard RAG chunks them).
         executor_domain: The executor prompt (an
-            :class:`~langchain_tag.prompts.ExecutorPrompt`, such as the
+            :class:`~langchain_tag.executors.ExecutorPrompt`, such as the
             benchmark's own in :data:`~langchain_tag_bench.prompts.BENCH_EXECUTOR_PROMPTS`,
             or a core domain name), or ``None`` for a retrieval-only task.
         score: Scores one executor output; ``None`` for a retrieval-only task.
         metrics: Per-item scores shown in the results table, headline first.
         groups: Reporting groups in display order (besides the overall row).
         judge_predicate: Judge prompt of the TAG rows: a core predicate name
-            or a :class:`~langchain_tag.prompts.JudgePrompt`.
+            or a :class:`~langchain_tag.judging.prompts.JudgePrompt`.
         rule_set: One line saying where the rules come from, for the report.
         rule_text: What the rules + similarity rows embed per rule: the rule
             document's text (``"document"``: name, condition, action) or the

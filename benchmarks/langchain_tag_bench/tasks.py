@@ -34,8 +34,8 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
-from langchain_tag.faults import model_identity
-from langchain_tag.prompts import JudgePrompt
+from langchain_tag.calls.identity import model_identity
+from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.rules import Rule, load_rules, save_rules
 from langchain_tag_bench.prompts import BENCH_EXECUTOR_PROMPTS, BENCH_JUDGE_PROMPTS, NBA_FIELDS
 from langchain_tag_bench.task import BenchItem, BenchTask, Metric
@@ -67,7 +67,7 @@ def judge_prompt(predicate: str | JudgePrompt) -> str | JudgePrompt:
     """The judge prompt to pass the library for a predicate name.
 
     The benchmark's own judges (``nba``, ``passage``) are returned as their
-    :class:`~langchain_tag.prompts.JudgePrompt` objects from
+    :class:`~langchain_tag.judging.prompts.JudgePrompt` objects from
     :data:`~langchain_tag_bench.prompts.BENCH_JUDGE_PROMPTS`; core names
     (``applicability``, ``relevance``, ...) and prompt objects pass through.
     """
@@ -110,7 +110,7 @@ def cached_extraction(
         ValueError: When the extraction gives no rules.
     """
     from langchain_tag.extraction import RuleDocumentTransformer
-    from langchain_tag.prompts import EXTRACTION_PROMPT_VERSION
+    from langchain_tag.extraction.prompts import EXTRACTION_PROMPT_VERSION
 
     llm = extractor()
     key_source = json.dumps(
@@ -218,7 +218,7 @@ def nba_task(
         cache_dir: Extraction cache directory.
         judge_predicate: Judge prompt of the TAG rows: ``applicability``, ``nba``
             (the benchmark's NBA judge, which reads the NBA rule fields) or a
-            :class:`~langchain_tag.prompts.JudgePrompt`. With the NBA judge,
+            :class:`~langchain_tag.judging.prompts.JudgePrompt`. With the NBA judge,
             rules extracted for the phase ablation are asked for
             :data:`~langchain_tag_bench.prompts.NBA_FIELDS`.
         query: What similarity search uses as the query: ``"text"`` (the
@@ -327,7 +327,7 @@ def code_task(
         cache_dir: Extraction cache directory.
         timeout: Seconds allowed for each solution's tests.
     """
-    from langchain_tag.loaders import load_document
+    from langchain_tag.integrations.loaders import load_document
     from langchain_tag_bench.code import load_humaneval, score_completion
 
     problems = load_humaneval(humaneval, limit=limit)
@@ -386,7 +386,7 @@ def npov_task(
         extractor: Extraction model factory.
         cache_dir: Extraction cache directory.
     """
-    from langchain_tag.loaders import load_document
+    from langchain_tag.integrations.loaders import load_document
     from langchain_tag_bench.npov import judge_rewrite, load_cases, parse_rewrite
 
     loaded = load_cases(cases, limit=limit)

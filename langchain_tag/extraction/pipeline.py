@@ -326,4 +326,3 @@ class ExtractionPipeline:
         report.dropped_rules = dropped
         report.uncovered_spans = missing
         return kept
-

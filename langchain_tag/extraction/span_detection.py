@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_tag.calls.replies import json_shape, parse_json_object
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction.calls import Call
+from langchain_tag.extraction.prompts import DEFAULT_TASK_INPUT, SPAN_LABELS, span_detection_messages
 from langchain_tag.extraction.sections import Section, split_paragraphs
-from langchain_tag.parsing import json_shape, parse_json_object
-from langchain_tag.prompts import DEFAULT_TASK_INPUT, SPAN_LABELS, span_detection_messages
 
 __all__ = ["NORMATIVE_TYPES", "Span", "paragraph_spans", "parse_labels", "span_calls", "spans_from_labels"]
 
@@ -59,7 +59,7 @@ def parse_labels(text: str, *, count: int) -> list[str]:
     (``{"labels": {"1": "requirement", "2": "background"}}``, what the prompt
     asks for), as objects (``{"n": 3, "label": "prohibition"}``, numbered or
     in order) or as bare strings in order. Every label must be one of
-    :data:`~langchain_tag.prompts.SPAN_LABELS`: an empty, missing or unknown
+    :data:`~langchain_tag.extraction.prompts.SPAN_LABELS`: an empty, missing or unknown
     one (a wrong field name, a reply cut inside a label) would silently turn a
     rule into background.
 

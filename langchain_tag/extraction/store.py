@@ -24,8 +24,8 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
-from langchain_tag.prompts import PHASE_PROMPT_VERSIONS
-from langchain_tag.sqlite_file import SQLiteFile
+from langchain_tag.calls.sqlite_file import SQLiteFile
+from langchain_tag.extraction.prompts import PHASE_PROMPT_VERSIONS
 
 __all__ = ["ExtractionStore", "StoredReply", "call_key", "open_store"]
 
@@ -44,11 +44,11 @@ def call_key(*, model: str, phase: int, messages: Sequence[BaseMessage], prompt_
 
     Args:
         model: The extraction model's identity
-            (:func:`~langchain_tag.faults.model_identity`).
+            (:func:`~langchain_tag.calls.identity.model_identity`).
         phase: The phase number.
         messages: The exact prompt.
         prompt_version: The phase prompt's version (default: the phase's
-            entry in :data:`~langchain_tag.prompts.PHASE_PROMPT_VERSIONS`).
+            entry in :data:`~langchain_tag.extraction.prompts.PHASE_PROMPT_VERSIONS`).
     """
     if prompt_version is None:
         prompt_version = PHASE_PROMPT_VERSIONS.get(phase, f"phase-{phase}")

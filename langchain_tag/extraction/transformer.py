@@ -18,9 +18,9 @@ from typing_extensions import override
 
 from langchain_tag.extraction.calls import CallRunner
 from langchain_tag.extraction.pipeline import ExtractionPipeline
+from langchain_tag.extraction.prompts import DEFAULT_TASK_INPUT
 from langchain_tag.extraction.report import ExtractionResult
 from langchain_tag.extraction.store import ExtractionStore, open_store
-from langchain_tag.prompts import DEFAULT_TASK_INPUT
 
 __all__ = ["RuleDocumentTransformer"]
 
@@ -70,7 +70,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             again (plus the phase-4 calls of the tag groups its rules join).
         retry_backoff: Base delay (seconds, exponential, with jitter) before
             resending requests that raised, when the model's own client does
-            not retry them (see :mod:`langchain_tag.faults`).
+            not retry them (see :mod:`langchain_tag.calls.faults`).
         check_normativity: After phase 1, read as background every sentence
             labelled normative that has no modal, deontic or imperative
             wording and reads as a statement of fact, captions examples, or

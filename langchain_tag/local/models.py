@@ -47,8 +47,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, redact_url
 from langchain_tag.errors import MissingExtraError, require_extra
-from langchain_tag.faults import IDENTITY_METADATA_KEY, redact_url
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -111,7 +111,7 @@ class ModelConfig:
         max_retries: Retries on transient request errors (timeouts, 429,
             5xx, connection errors), done by the OpenAI client with
             exponential backoff and jitter; TAG's own retries then do not
-            resend these (see :mod:`langchain_tag.faults`).
+            resend these (see :mod:`langchain_tag.calls.faults`).
         requests_per_second: Client-side rate limit (an
             ``InMemoryRateLimiter`` shared by every model of the process);
             ``None`` for none.

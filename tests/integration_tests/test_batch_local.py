@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.batch_api import BatchResultsModel, export_openai_batch, import_openai_batch
-from langchain_tag.faults import model_identity
-from langchain_tag.inputs import InputItem
+from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
+from langchain_tag.scale.batch_api import BatchResultsModel, export_openai_batch, import_openai_batch
+from langchain_tag.scale.inputs import InputItem
 from langchain_tag.testing import batch_results_from_cache
-from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -42,7 +42,9 @@ def test_batch_results_of_the_local_model_import_to_its_verdicts(
     importer = ApplicabilityRetriever(
         llm=batch_model, rules=rules, cache=SQLiteVerdictCache(tmp_path / "v.sqlite"), calibration=None
     )
-    files = export_openai_batch((importer, ITEMS), tmp_path / "batch", model_name=batch_model.model_name, max_requests=4)
+    files = export_openai_batch(
+        (importer, ITEMS), tmp_path / "batch", model_name=batch_model.model_name, max_requests=4
+    )
     assert len(files) == 2  # 6 requests split at 4 per file
     answered = batch_results_from_cache(tmp_path / "batch", local_cache, tmp_path / "results.jsonl")
     assert answered == len(ITEMS) * len(rules)

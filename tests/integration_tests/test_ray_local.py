@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
-from langchain_tag.verdict_cache import InMemoryVerdictCache
 
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -27,7 +27,7 @@ INPUTS = [
 def test_ray_verdicts_equal_in_process_on_the_local_model(
     local_config: ModelConfig, local_ray: None, rules: list[Rule]
 ) -> None:
-    from langchain_tag.ray_data import judge_with_ray
+    from langchain_tag.scale.ray_data import judge_with_ray
 
     # llama.cpp's prompt cache makes P(YES) drift in the third decimal between runs of the same prompt (in
     # process too): with it off each prompt is evaluated whole, and the two paths can be compared exactly.

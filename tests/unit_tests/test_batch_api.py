@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.batch_api import (
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+from langchain_tag.judging.calibration.scorer import Calibration
+from langchain_tag.judging.pairs import PairRequest
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.scale.batch_api import (
     BATCH_URL,
     CUSTOM_ID_MAX_CHARS,
     MAPPING_FILE,
@@ -21,12 +26,7 @@ from langchain_tag.batch_api import (
     import_openai_batch,
     parse_custom_id,
 )
-from langchain_tag.bulk import InputItem, match_corpus
-from langchain_tag.calibration import Calibration
-from langchain_tag.pairs import PairRequest
-from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule
-from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+from langchain_tag.scale.bulk import InputItem, match_corpus
 from tests.helpers.judge_fakes import answer, batch_lines, ok_line, prompt_input, scored_judge
 
 MODEL = "gpt-4o-mini"

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.bulk import (
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.scale.bulk import (
     InputItem,
     InputsError,
     amatch_corpus,
@@ -19,10 +22,7 @@ from langchain_tag.bulk import (
     read_inputs,
     write_results,
 )
-from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
-from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from tests.helpers.judge_fakes import pair_of, prompt_input, scored_judge, scored_reply
 
 

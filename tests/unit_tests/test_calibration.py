@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.calibration import (
+from langchain_tag.judging.calibration.scorer import (
     Calibration,
     CalibrationError,
     default_calibration,
@@ -107,7 +107,7 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
 
 
 def test_default_calibration_matches_model_family_and_prompt_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_tag import calibration as module
+    from langchain_tag.judging.calibration import scorer as module
 
     shipped = Calibration(method="threshold", intercept=1.0, prompt_version="judge-v9")
     monkeypatch.setitem(module.DEFAULT_CALIBRATIONS, "tiny-judge", shipped)
@@ -203,7 +203,7 @@ def test_standardising_over_typical_inputs_and_the_calibrations_own_threshold() 
 
 
 def test_the_local_model_has_a_shipped_calibration_for_the_default_prompt() -> None:
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", JUDGE_PROMPTS["applicability"].version)
     assert shipped is not None and shipped.reference_inputs and shipped.threshold is not None
@@ -218,7 +218,7 @@ SAMPLE = ["plain input one", "plain input two", "plain input three", "HOLDS-R-2 
 def test_reference_inputs_select_the_domain_default_with_the_sample_as_references(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_tag import calibration as module
+    from langchain_tag.judging.calibration import scorer as module
 
     monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "tiny-judge", {**DOMAIN, "prompt_version": "judge-v9"})
     typical = Calibration(method="threshold", reference_inputs=("N/A",), prompt_version="judge-v9")
@@ -235,8 +235,8 @@ def test_reference_inputs_select_the_domain_default_with_the_sample_as_reference
 
 
 def test_retriever_scores_each_rule_against_its_level_on_the_users_sample(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_tag import calibration as module
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     version = JUDGE_PROMPTS["applicability"].version
     monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "fakechatmodel", {**DOMAIN, "prompt_version": version})
@@ -275,7 +275,7 @@ def test_load_reference_inputs_reads_jsonl_and_names_the_bad_line(tmp_path: Path
 
 
 def test_the_local_model_has_a_domain_reference_default_for_the_default_prompt() -> None:
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     version = JUDGE_PROMPTS["applicability"].version
     shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", version, SAMPLE)
@@ -288,7 +288,7 @@ def test_a_sample_without_a_shipped_domain_default_is_said_not_silently_dropped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     retriever = ApplicabilityRetriever(llm=_judge(), rules=RULES, reference_inputs=SAMPLE)
-    with caplog.at_level("WARNING", logger="langchain_tag.matcher"):
+    with caplog.at_level("WARNING", logger="langchain_tag.judging.chat"):
         assert retriever.judge.calibration is None  # the fake model has no shipped calibration of either kind
     assert "no domain-reference calibration is shipped for FakeChatModel" in caplog.text
 
@@ -354,7 +354,7 @@ def test_calibrate_can_fit_on_centred_features() -> None:
 
 
 def test_the_local_models_default_centres_per_input() -> None:
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", JUDGE_PROMPTS["applicability"].version)
     assert shipped is not None and shipped.centre_per_input and shipped.reference_inputs

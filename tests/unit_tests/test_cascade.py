@@ -10,8 +10,8 @@ from uuid import UUID
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
-from langchain_tag.calibration import Calibration
-from langchain_tag.cascade import (
+from langchain_tag.judging.calibration.scorer import Calibration
+from langchain_tag.judging.cascade import (
     JUDGE_KEY,
     STRONG_SHARE_KEY,
     Band,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 import langchain_tag.local.models as models
-from langchain_tag.calibration import Calibration, logit
-from langchain_tag.cli import EXIT_JUDGMENTS_FAILED, main
+from langchain_tag.cli.main import EXIT_JUDGMENTS_FAILED, main
+from langchain_tag.judging.calibration.scorer import Calibration, logit
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.testing import FakeChatModel
 
@@ -96,8 +96,8 @@ def test_match_with_reference_inputs_scores_rules_against_the_sample(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
 ) -> None:
     import langchain_tag.local.models as models
-    from langchain_tag import calibration as module
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
     from langchain_tag.testing import fake_judge
 
     domain = {"method": "threshold", "standardise": True, "threshold": 0.6}

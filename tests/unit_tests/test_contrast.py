@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from langchain_tag.calibration import Calibration, default_calibration
-from langchain_tag.matcher import Judgment, PairwiseJudge, contrast_judgment
-from langchain_tag.prompts import JUDGE_PROMPTS, negate_condition
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
+from langchain_tag.judging.calibration.scorer import Calibration, default_calibration
+from langchain_tag.judging.chat import Judgment, PairwiseJudge, contrast_judgment
+from langchain_tag.judging.prompts import JUDGE_PROMPTS, negate_condition
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, asks_negation, fake_judge, judged_rule_id
-from langchain_tag.verdict_cache import InMemoryVerdictCache
 
 QUERY = "from os import *\nimport os, sys"
 
@@ -116,7 +116,7 @@ def test_statement_half_is_served_from_the_single_prompts_cache(rules: list[Rule
 
 
 def test_default_calibration_is_matched_on_the_scoring_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    import langchain_tag.calibration as module
+    import langchain_tag.judging.calibration.scorer as module
 
     contrast = JUDGE_PROMPTS["applicability-contrast"]
     shipped = Calibration(method="platt", slope=2.0, prompt_version=contrast.scoring_version)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.demo import DEMO_INPUTS, demo_policy, run_demo
+from langchain_tag.cli.demo import DEMO_INPUTS, demo_policy, run_demo
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extraction_reply
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import langchain_tag
 
-BESIDE = ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.demo", "langchain_tag.ray_data")
+BESIDE = ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.scale.ray_data")
 
 
 def _core_modules() -> list[str]:

@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.executors import executor_chain, format_units, unfence
-from langchain_tag.prompts import EXECUTOR_PROMPTS
+from langchain_tag.executors import EXECUTOR_PROMPTS, executor_chain, format_units, unfence
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel
 

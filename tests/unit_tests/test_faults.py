@@ -10,18 +10,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_openai import ChatOpenAI
 
-import langchain_tag.runner as matcher_module
+import langchain_tag.calls.runner as matcher_module
+from langchain_tag.calls.faults import backoff_delay, client_retries, is_transient
+from langchain_tag.calls.identity import describe_model, redact_url, redact_urls
 from langchain_tag.errors import InputTooLongError, ProviderError
-from langchain_tag.faults import (
-    backoff_delay,
-    client_retries,
-    describe_model,
-    is_transient,
-    redact_url,
-    redact_urls,
-)
+from langchain_tag.judging.chat import PairwiseJudge
 from langchain_tag.local.models import ModelConfig, get_chat_model
-from langchain_tag.matcher import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id

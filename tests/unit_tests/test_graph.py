@@ -211,8 +211,8 @@ def test_rule_objects_work_in_every_mode(rules: list[Rule], mode: Any) -> None:
 
 
 def test_reference_inputs_reach_the_tag_modes_judge(monkeypatch: pytest.MonkeyPatch, rules: list[Rule]) -> None:
-    from langchain_tag import calibration as module
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     version = JUDGE_PROMPTS["applicability"].version
     domain = {"method": "threshold", "standardise": True, "threshold": 0.6, "prompt_version": version}
@@ -229,7 +229,7 @@ def test_reference_inputs_reach_the_tag_modes_judge(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_verdict_cache_given_to_the_graph_is_shared_by_its_judged_modes(rules: list[Document]) -> None:
-    from langchain_tag.verdict_cache import InMemoryVerdictCache
+    from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 
     cache = InMemoryVerdictCache()
     judge = fake_judge({"R-001"})

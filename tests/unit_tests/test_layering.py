@@ -17,8 +17,12 @@ from pathlib import Path
 import langchain_tag
 
 PACKAGE = Path(langchain_tag.__file__).parent
-BESIDE = ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.demo")
-EXTRA_WRAPPERS = ("langchain_tag.similarity", "langchain_tag.loaders", "langchain_tag.ray_data")
+BESIDE = ("langchain_tag.local", "langchain_tag.cli")
+EXTRA_WRAPPERS = (
+    "langchain_tag.integrations.similarity",
+    "langchain_tag.integrations.loaders",
+    "langchain_tag.scale.ray_data",
+)
 FORBIDDEN_FOR_CORE = (*BESIDE, "langchain_tag_bench")
 HEAVY = (
     "chromadb",
@@ -64,7 +68,12 @@ def _imports(path: Path, *, top_level_only: bool) -> set[str]:
 
 def test_core_modules_exist() -> None:
     core = _core_modules()
-    for name in ("langchain_tag.rules", "langchain_tag.matcher", "langchain_tag.graph", "langchain_tag.extraction"):
+    for name in (
+        "langchain_tag.rules",
+        "langchain_tag.judging.chat",
+        "langchain_tag.graph",
+        "langchain_tag.extraction",
+    ):
         assert name in core
 
 

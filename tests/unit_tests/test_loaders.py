@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.loaders import DocumentLoadError, load_document
+from langchain_tag.integrations.loaders import DocumentLoadError, load_document
 
 
 def _pdf(text: str) -> bytes:

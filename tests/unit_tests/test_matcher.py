@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from langchain_tag.errors import ProviderError
-from langchain_tag.matcher import PairwiseJudge, configure_judge
+from langchain_tag.judging.chat import PairwiseJudge, configure_judge
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
 
@@ -164,12 +164,12 @@ def test_bare_openai_compatible_judge_gets_logprobs_and_a_one_token_cap() -> Non
 
 def test_one_warning_when_the_judge_gives_no_logprobs(rules: list[Rule], caplog: pytest.LogCaptureFixture) -> None:
     judge = PairwiseJudge(fake_judge({"R-001"}), threshold=0.9)
-    with caplog.at_level(logging.WARNING, logger="langchain_tag.matcher"):
+    with caplog.at_level(logging.WARNING, logger="langchain_tag.judging.chat"):
         judge.judge("first", rules)
         judge.judge("second", rules)
     warnings = [r for r in caplog.records if "gave no logprobs" in r.getMessage()]
     assert len(warnings) == 1 and "threshold" in warnings[0].getMessage()
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="langchain_tag.matcher"):
+    with caplog.at_level(logging.WARNING, logger="langchain_tag.judging.chat"):
         PairwiseJudge(FakeChatModel(respond=_scored, with_logprobs=True)).judge("q", rules)
     assert not [r for r in caplog.records if "gave no logprobs" in r.getMessage()]

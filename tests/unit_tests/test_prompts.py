@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.prompts import EXECUTOR_PROMPTS, JUDGE_PROMPTS
+from langchain_tag.executors import EXECUTOR_PROMPTS
+from langchain_tag.judging.prompts import JUDGE_PROMPTS
 from langchain_tag.rules import Rule
 from langchain_tag.testing import prompt_text
 

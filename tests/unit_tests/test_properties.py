@@ -7,11 +7,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from langchain_tag.calls.replies import parse_json_object
+from langchain_tag.errors import ParseError
 from langchain_tag.extraction.alignment import align
+from langchain_tag.extraction.prompts import SPAN_LABELS
 from langchain_tag.extraction.sections import Section, split_sentences
 from langchain_tag.extraction.span_detection import parse_labels, spans_from_labels
-from langchain_tag.parsing import ParseError, parse_json_object, parse_verdict
-from langchain_tag.prompts import SPAN_LABELS
+from langchain_tag.judging.read import parse_verdict
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

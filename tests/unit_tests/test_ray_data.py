@@ -23,14 +23,14 @@ import pytest
 import pytest_socket
 from pydantic import SecretStr
 
-from langchain_tag.calibration import Calibration
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.errors import MissingExtraError
-from langchain_tag.pairs import MatchResult
-from langchain_tag.ray_data import build_judge_processor, chat_request_body, judge_with_ray, read_chat_response
+from langchain_tag.judging.calibration.scorer import Calibration
+from langchain_tag.judging.pairs import MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
+from langchain_tag.scale.ray_data import build_judge_processor, chat_request_body, judge_with_ray, read_chat_response
 from langchain_tag.testing import FakeChatModel, asks_negation, judged_rule_id
-from langchain_tag.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 
 pytestmark = pytest.mark.enable_socket
 
@@ -338,7 +338,7 @@ def test_cli_engine_ray_writes_the_in_process_file(
     from langchain_openai import ChatOpenAI
 
     import langchain_tag.local.models as models
-    from langchain_tag.cli import main
+    from langchain_tag.cli.main import main
     from langchain_tag.rules import save_rules
 
     def judge_llm(**kw: Any) -> ChatOpenAI:
@@ -347,7 +347,14 @@ def test_cli_engine_ray_writes_the_in_process_file(
     monkeypatch.setattr(models, "get_chat_model", judge_llm)
     inputs = tmp_path / "inputs.jsonl"
     inputs.write_text("".join(json.dumps({"id": f"in-{i}", "text": t}) + "\n" for i, t in enumerate(INPUTS)))
-    argv = ["match", "--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "rules.jsonl")), "--all-pairs"]
+    argv = [
+        "match",
+        "--inputs",
+        str(inputs),
+        "--rules",
+        str(save_rules(rules, tmp_path / "rules.jsonl")),
+        "--all-pairs",
+    ]
 
     assert main([*argv, "-o", str(tmp_path / "process.jsonl"), "--verdicts", str(tmp_path / "p.sqlite")]) == 0
     sent_in_process = len(endpoint.bodies)
@@ -364,7 +371,7 @@ def test_cli_engine_ray_writes_the_in_process_file(
 
 
 def test_cli_engine_needs_inputs(capsys: pytest.CaptureFixture[str]) -> None:
-    from langchain_tag.cli import main
+    from langchain_tag.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["match", "x", "--rules", "r.jsonl", "--engine", "ray"])

@@ -11,9 +11,9 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from langchain_tag.errors import JudgmentsFailedError, TagError
+from langchain_tag.integrations.similarity import in_memory_chroma
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule
-from langchain_tag.similarity import in_memory_chroma
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_judge, judged_rule_id
 
 
@@ -81,7 +81,7 @@ class _Events(BaseCallbackHandler):
 def test_failed_ids_reach_the_caller_when_nothing_matched(rules: list[Rule], caplog: pytest.LogCaptureFixture) -> None:
     retriever = ApplicabilityRetriever(llm=_garbled({"R-002", "R-004"}), rules=rules)
     events = _Events()
-    with caplog.at_level("WARNING", logger="langchain_tag.matcher"):
+    with caplog.at_level("WARNING", logger="langchain_tag.judging.chat"):
         docs = retriever.invoke("q", config={"callbacks": [events]})
     assert docs == []
     assert retriever.last_match is not None
@@ -376,9 +376,9 @@ def test_a_field_changed_after_construction_takes_effect(rules: list[Rule]) -> N
 def test_first_contrast_query_with_references_builds_one_judge(
     rules: list[Rule], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_tag import calibration as module
-    from langchain_tag.calibration import Calibration
-    from langchain_tag.matcher import PairwiseJudge
+    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.calibration.scorer import Calibration
+    from langchain_tag.judging.chat import PairwiseJudge
 
     shipped = Calibration(
         reference_inputs=("x = 1", "y = 2"),
@@ -403,7 +403,7 @@ def test_first_contrast_query_with_references_builds_one_judge(
 
 
 def test_renamed_arguments_still_work_with_a_warning(rules: list[Rule]) -> None:
-    from langchain_tag.matcher import Judgment, PairwiseJudge
+    from langchain_tag.judging.chat import Judgment, PairwiseJudge
 
     with pytest.warns(DeprecationWarning, match="use predicate="):
         judge = PairwiseJudge(fake_judge({"R-001"}), prompt="relevance")

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from langchain_tag.integrations.similarity import in_memory_chroma
 from langchain_tag.rules import Rule, RuleFileError, load_rules, rules_from_documents, save_rules
-from langchain_tag.similarity import in_memory_chroma
 from langchain_tag.testing import HashingEmbeddings
 
 
@@ -125,7 +125,7 @@ def test_rule_documents_store_in_chroma_and_come_back(rules: list[Rule]) -> None
 
 
 def test_judge_prompt_never_contains_action(rules: list[Rule]) -> None:
-    from langchain_tag.prompts import JUDGE_PROMPTS
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
     from langchain_tag.testing import prompt_text
 
     text = prompt_text(JUDGE_PROMPTS["applicability"].messages("x = 1", rules[0]))

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.faults import IDENTITY_METADATA_KEY, model_identity
-from langchain_tag.matcher import PairwiseJudge
+from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, model_identity
+from langchain_tag.calls.verdict_cache import CachedVerdict, InMemoryVerdictCache, SQLiteVerdictCache, verdict_key
+from langchain_tag.judging.chat import PairwiseJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
-from langchain_tag.verdict_cache import CachedVerdict, InMemoryVerdictCache, SQLiteVerdictCache, verdict_key
 
 QUERY = "def f(x=[]):\n    return x"
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.bulk import match_corpus, read_inputs, write_results
-from langchain_tag.faults import IDENTITY_METADATA_KEY
+from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
+from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rules_to_documents, save_rules
+from langchain_tag.scale.bulk import match_corpus, read_inputs, write_results
 from langchain_tag.testing import FakeChatModel
-from langchain_tag.verdict_cache import SQLiteVerdictCache
 from langchain_tag_bench.batch_roundtrip import compare_results, main
 
 MODEL = "fake-judge-q4"
@@ -64,7 +64,9 @@ def test_round_trip_writes_the_bulk_jobs_file(tmp_path: Path, capsys: pytest.Cap
 
 def test_compare_results_sees_a_different_match(tmp_path: Path) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    a.write_text(json.dumps({"id": "x", "matched": [{"rule_id": "W1", "score": 0.9, "p_yes": 0.9}], "failed": []}) + "\n")
+    a.write_text(
+        json.dumps({"id": "x", "matched": [{"rule_id": "W1", "score": 0.9, "p_yes": 0.9}], "failed": []}) + "\n"
+    )
     b.write_text(json.dumps({"id": "x", "matched": [], "failed": []}) + "\n")
     got = compare_results(b, a)
     assert (got["inputs_with_same_matches"], got["byte_identical"], got["matched_rules"]) == (0, False, 1)

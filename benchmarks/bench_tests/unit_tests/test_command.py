@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from bench_tests.unit_tests.test_tasks import nba_dir  # noqa: F401  (fixture)
-from langchain_tag import cli
+from langchain_tag.cli import main as cli
+from langchain_tag.judging.prompts import JUDGE_PROMPTS
 from langchain_tag.local import models
 from langchain_tag.local.models import ModelConfig
-from langchain_tag.prompts import JUDGE_PROMPTS
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, judged_rule_id
 from langchain_tag_bench.command import add_bench_parser, model_config_for
 

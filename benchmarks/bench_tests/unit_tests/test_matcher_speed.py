@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.prompts import JUDGE_PROMPTS
+from langchain_tag.judging.prompts import JUDGE_PROMPTS
 from langchain_tag.rules import Rule
 from langchain_tag.testing import prompt_text
 from langchain_tag_bench.matcher_speed import (

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 
-from langchain_tag import cli
+from langchain_tag.cli import main as cli
 from langchain_tag.local import models
 from langchain_tag.rules import save_rules
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings

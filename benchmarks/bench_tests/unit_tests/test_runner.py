@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_tag.integrations.similarity import chunk_documents
 from langchain_tag.rules import Rule
-from langchain_tag.similarity import chunk_documents
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, judged_rule_id
 from langchain_tag_bench.methods import parse_methods
 from langchain_tag_bench.report import render_threshold_sweep, write_report

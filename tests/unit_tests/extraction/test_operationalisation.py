@@ -54,7 +54,7 @@ def test_ids_dropped_but_order_kept_are_recovered() -> None:
 
 
 def test_extra_fields_are_asked_for_and_only_those_are_kept() -> None:
-    from langchain_tag.prompts import operationalisation_messages
+    from langchain_tag.extraction.prompts import operationalisation_messages
     from langchain_tag.testing import prompt_text
 
     text = prompt_text(
@@ -75,7 +75,7 @@ def test_unoperationalised_draft_uses_unit_text() -> None:
 
 
 def test_the_violation_is_the_rules_condition_and_the_prompt_asks_for_it() -> None:
-    from langchain_tag.prompts import operationalisation_messages
+    from langchain_tag.extraction.prompts import operationalisation_messages
     from langchain_tag.testing import prompt_text
 
     text = prompt_text(operationalisation_messages(domain="d", units=[{"atomic_id": "A-001", "text": "t"}]))

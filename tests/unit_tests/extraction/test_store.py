@@ -11,7 +11,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from langchain_tag.cli import main
+from langchain_tag.cli.main import main
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.extraction.store import ExtractionStore, StoredReply, call_key
 from langchain_tag.rules import load_rules

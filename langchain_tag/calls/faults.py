@@ -1,0 +1,107 @@
+"""Provider faults: which errors are transient, who retries them, and how they are reported.
+
+Retry layering (one layer per kind of fault, so retries never multiply):
+
+- Transport faults (timeouts, HTTP 429 and 5xx, refused or reset
+  connections) are retried by the model's own client when it has one:
+  ``ChatOpenAI(max_retries=N)`` retries with exponential backoff and jitter
+  and honours ``Retry-After`` (:func:`~langchain_tag.local.models.get_chat_model`
+  sets ``N`` from ``LANGCHAIN_TAG_MAX_RETRIES``). The extraction runner and
+  the matcher then do not send such a call again.
+- A model without client retries (``max_retries`` absent or 0) gets them from
+  the runner and the matcher instead: the failed calls are sent again after a
+  backoff with jitter, within their ``max_attempts``.
+- Malformed replies are always retried by the runner and the matcher, within
+  ``max_attempts`` (a second request at once: there is nothing to wait for).
+
+After the last attempt the error names the provider (class, model, endpoint)
+and the call (extraction phase and item, or the rule being judged), URLs
+redacted (:mod:`langchain_tag.calls.identity`).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from langchain_tag.calls.identity import chat_model_of, redact_urls
+
+__all__ = ["backoff_delay", "client_retries", "describe_error", "is_transient"]
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+_TRANSIENT_NAMES = frozenset(
+    {
+        "APITimeoutError",
+        "APIConnectionError",
+        "RateLimitError",
+        "InternalServerError",
+        "TimeoutException",
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "WriteTimeout",
+        "PoolTimeout",
+        "ReadError",
+        "WriteError",
+        "RemoteProtocolError",
+        "TransportError",
+        "NetworkError",
+    }
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a call that raised ``exc`` may succeed if sent again later.
+
+    True for timeouts, connection errors (refused, reset), HTTP 408/409/429 and
+    5xx from OpenAI-compatible clients, and httpx transport errors.
+    """
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status in _TRANSIENT_STATUS or status >= 500
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def client_retries(llm: Any) -> int:
+    """How many times the model's own client retries a transport fault (0 if it does not).
+
+    ``max_retries=None`` on ``ChatOpenAI`` does not mean "no retries": the
+    OpenAI client it wraps then uses its own default (2), which is read from
+    that client (``root_client.max_retries``) where the model exposes it.
+    A ``.with_retry()`` wrapper counts as the client's retries.
+    """
+    attempts = getattr(llm, "max_attempt_number", None)
+    if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1:
+        return attempts - 1
+    llm = chat_model_of(llm)
+    value = getattr(llm, "max_retries", None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(value, 0)
+    if value is None and hasattr(llm, "max_retries"):
+        for client in (getattr(llm, "root_client", None), getattr(llm, "client", None)):
+            inner = getattr(client, "max_retries", None)
+            if isinstance(inner, int) and not isinstance(inner, bool):
+                return max(inner, 0)
+    return 0
+
+
+def describe_error(exc: BaseException, limit: int = 300) -> str:
+    """``"ErrorClass: message"`` on one line, URLs redacted, cut to ``limit`` characters."""
+    message = redact_urls(" ".join(str(exc).split()))
+    if len(message) > limit:
+        message = message[:limit] + "..."
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def backoff_delay(attempt: int, *, base: float, cap: float = 30.0, rng: random.Random | None = None) -> float:
+    """Seconds to wait before retry number ``attempt`` (1, 2, ...): exponential, with jitter.
+
+    The delay is drawn uniformly from the upper half of ``min(cap, base * 2 ** (attempt - 1))``,
+    so concurrent clients that failed together do not retry in lockstep.
+    """
+    if base <= 0:
+        return 0.0
+    ceiling = min(cap, base * 2 ** max(0, attempt - 1))
+    return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)

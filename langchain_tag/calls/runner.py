@@ -1,0 +1,292 @@
+"""The one call runner: every model call of extraction and judging goes through :class:`CallRunner`.
+
+A :class:`Request` pairs a prompt with the parser of its reply. The runner
+
+- looks each request up in a store first (the extraction store, the verdict
+  cache: anything with ``get``/``put`` by request, :class:`RunnerStore`),
+- sends the rest through ``batch_as_completed`` (or its async twin) with
+  bounded concurrency, one config per request (run name, tags, metadata),
+- reads each reply with the request's parser and puts a readable one in the
+  store as soon as it arrives,
+- retries what failed, once per attempt up to ``max_attempts``: a reply that
+  did not parse always, a request that raised unless it was a transport fault
+  the model's own client already retried (:mod:`langchain_tag.calls.faults`), after
+  a backoff with jitter when it resends a request that raised,
+- and records calls and tokens per request (:class:`Outcome`).
+
+It never raises for a failed call: what still fails is reported in the
+outcomes, and the caller decides what that means (the judge counts it as NO,
+extraction skips the item, either raises
+:class:`~langchain_tag.errors.ProviderError` when nothing could be called).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from langchain_core.callbacks import BaseCallbackHandler, Callbacks
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.runnables import Runnable, RunnableConfig
+from tqdm.auto import tqdm
+
+from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_transient
+from langchain_tag.calls.identity import describe_model
+from langchain_tag.calls.replies import message_text
+from langchain_tag.errors import ParseError
+
+__all__ = ["CallRunner", "Outcome", "Request", "RunnerStore"]
+
+T = TypeVar("T")
+
+
+@dataclass
+class Request(Generic[T]):
+    """One model call to make.
+
+    Attributes:
+        messages: The prompt.
+        parse: Reads the reply; raises :class:`~langchain_tag.errors.ParseError` when it cannot.
+        key: The store key (``None``: not stored).
+        run_name: The call's run name in traces.
+        tags: Tags of the call's run.
+        metadata: Metadata of the call's run.
+    """
+
+    messages: list[BaseMessage]
+    parse: Callable[[BaseMessage], T]
+    key: str | None = None
+    run_name: str | None = None
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome(Generic[T]):
+    """What one request gave.
+
+    Attributes:
+        value: The parsed reply (``None`` when the request failed).
+        error: Why it failed after its last attempt, if it did.
+        fault: The exception of the last attempt, when it raised.
+        attempts: Calls made (0 when the store answered).
+        prompt_tokens: Prompt tokens reported by the model, over all attempts.
+        completion_tokens: Completion tokens, over all attempts.
+        reply: The last reply text.
+        stored: Whether the store answered (no call made).
+    """
+
+    value: T | None = None
+    error: str | None = None
+    fault: BaseException | None = None
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reply: str = ""
+    stored: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Whether the request gave a readable reply."""
+        return self.error is None and (self.stored or self.attempts > 0)
+
+
+class RunnerStore(Protocol):
+    """Where finished calls are kept: an outcome by request, and a new readable one put back."""
+
+    def get(self, request: Request[Any]) -> Outcome[Any] | None:
+        """A finished outcome for ``request`` (``stored=True``), or ``None``."""
+        ...
+
+    def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
+        """Keep a readable outcome just received."""
+        ...
+
+
+ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
+
+
+@dataclass
+class CallRunner:
+    """Send requests with bounded concurrency and bounded retries, reusing stored outcomes.
+
+    Attributes:
+        llm: What is called: a chat model or a runnable built from one.
+        model: The model whose client retries and description count (default: ``llm``), e.g. the
+            bare model when ``llm`` is a ``bind``-configured copy of it.
+        max_concurrency: Most calls in flight.
+        max_attempts: Attempts per request before it is recorded as failed.
+        retry_backoff: Base delay in seconds (exponential, with jitter) before resending requests that raised,
+            when the model's client does not retry them itself.
+        store: Finished calls; readable new replies are added.
+        show_progress: A progress bar: ``True``/``False``, or ``None`` for "only on a terminal".
+    """
+
+    llm: ChatRunnable
+    model: Any = None
+    max_concurrency: int = 8
+    max_attempts: int = 2
+    retry_backoff: float = 0.5
+    store: RunnerStore | None = None
+    show_progress: bool | None = False
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.model is None:
+            self.model = self.llm
+
+    def run(self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = "") -> list[Outcome[T]]:
+        """Run ``requests``; return one outcome per request, in request order."""
+        outcomes, pending = self._start(requests)
+        with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
+            for attempt in range(1, self.max_attempts + 1):
+                if not pending:
+                    break
+                stream = self.llm.batch_as_completed(
+                    [requests[i].messages for i in pending],
+                    config=self._configs([requests[i] for i in pending], callbacks),
+                    return_exceptions=True,
+                )
+                retry = []
+                for i, reply in stream:
+                    if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar):
+                        retry.append(pending[i])
+                pending, delay = self._next_round(outcomes, retry, attempt)
+                time.sleep(delay)
+        return outcomes
+
+    async def arun(
+        self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = ""
+    ) -> list[Outcome[T]]:
+        """Async twin of :meth:`run`."""
+        outcomes, pending = self._start(requests)
+        with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
+            for attempt in range(1, self.max_attempts + 1):
+                if not pending:
+                    break
+                stream = self.llm.abatch_as_completed(
+                    [requests[i].messages for i in pending],
+                    config=self._configs([requests[i] for i in pending], callbacks),
+                    return_exceptions=True,
+                )
+                retry = []
+                async for i, reply in stream:
+                    if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar):
+                        retry.append(pending[i])
+                pending, delay = self._next_round(outcomes, retry, attempt)
+                await asyncio.sleep(delay)
+        return outcomes
+
+    def _start(self, requests: Sequence[Request[T]]) -> tuple[list[Outcome[T]], list[int]]:
+        """Stored outcomes filled in; the indices still to send."""
+        outcomes: list[Outcome[T]] = []
+        pending: list[int] = []
+        for index, request in enumerate(requests):
+            found = self.store.get(request) if self.store is not None and request.key is not None else None
+            if found is None:
+                pending.append(index)
+                outcomes.append(Outcome())
+            else:
+                outcomes.append(found)
+        return outcomes, pending
+
+    def _configs(self, requests: Sequence[Request[Any]], callbacks: Callbacks) -> list[RunnableConfig]:
+        return [
+            RunnableConfig(
+                max_concurrency=self.max_concurrency,
+                callbacks=_with_keeper(callbacks, self.store, r),
+                run_name=r.run_name,  # type: ignore[typeddict-item]
+                tags=list(r.tags),
+                metadata=dict(r.metadata),
+            )
+            for r in requests
+        ]
+
+    def _bar(self, total: int, done: int, desc: str) -> Any:
+        disable = (not sys.stderr.isatty()) if self.show_progress is None else not self.show_progress
+        return tqdm(total=total, initial=done, desc=desc, disable=disable or total == 0, leave=False)
+
+    def _take(self, request: Request[T], outcome: Outcome[T], reply: Any, bar: Any) -> bool:
+        """Record one reply in ``outcome``; return whether the request should be sent again."""
+        outcome.attempts += 1
+        if isinstance(reply, BaseException):
+            outcome.error = f"{describe_error(reply)} (from {describe_model(self.model)})"
+            outcome.fault, outcome.reply = reply, ""
+            # A transport fault the model's client already retried is not sent again.
+            return not (is_transient(reply) and client_retries(self.model))
+        outcome.fault = None
+        if isinstance(reply, AIMessage) and reply.usage_metadata:
+            outcome.prompt_tokens += reply.usage_metadata.get("input_tokens", 0)
+            outcome.completion_tokens += reply.usage_metadata.get("output_tokens", 0)
+        outcome.reply = message_text(reply)
+        try:
+            outcome.value = request.parse(reply)
+        except ParseError as exc:
+            outcome.error = str(exc)
+            return True
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            outcome.error = f"unexpected reply structure: {type(exc).__name__}: {exc}"
+            return True
+        outcome.error = None  # the store already has it: _Keeper put it there as it arrived
+        bar.update(1)
+        return False
+
+    def _next_round(self, outcomes: Sequence[Outcome[Any]], retry: list[int], attempt: int) -> tuple[list[int], float]:
+        """The requests to send in the next round, and the backoff before it (when it resends one that raised)."""
+        pending = sorted(retry) if attempt < self.max_attempts else []
+        if any(outcomes[i].fault is not None for i in pending):
+            return pending, backoff_delay(attempt, base=self.retry_backoff)
+        return pending, 0.0
+
+
+class _Keeper(BaseCallbackHandler):
+    """Puts one request's readable reply in the store as soon as it arrives, in the thread it arrives on.
+
+    Storing there, not when the runner's loop takes the reply, means an interrupted run (a kill, Ctrl-C)
+    loses no reply that had arrived: neither one not yet taken by the loop nor a call in flight that
+    finishes while the run shuts down.
+    """
+
+    run_inline = True
+
+    def __init__(self, store: RunnerStore, request: Request[Any]) -> None:
+        self.store = store
+        self.request = request
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        generation = response.generations[0][0] if response.generations and response.generations[0] else None
+        if not isinstance(generation, ChatGeneration):
+            return
+        reply = generation.message
+        outcome: Outcome[Any] = Outcome(attempts=1, reply=message_text(reply))
+        if isinstance(reply, AIMessage) and reply.usage_metadata:
+            outcome.prompt_tokens = reply.usage_metadata.get("input_tokens", 0)
+            outcome.completion_tokens = reply.usage_metadata.get("output_tokens", 0)
+        try:
+            outcome.value = self.request.parse(reply)
+        except (ParseError, KeyError, TypeError, ValueError, AttributeError):
+            return
+        self.store.put(self.request, outcome)
+
+
+def _with_keeper(callbacks: Callbacks, store: RunnerStore | None, request: Request[Any]) -> Callbacks:
+    """``callbacks`` plus a :class:`_Keeper` for ``request`` when it is to be stored."""
+    if store is None or request.key is None:
+        return callbacks
+    keeper = _Keeper(store, request)
+    if callbacks is None:
+        return [keeper]
+    if isinstance(callbacks, list):
+        return [*callbacks, keeper]
+    manager = callbacks.copy()
+    manager.add_handler(keeper, inherit=True)
+    return manager

@@ -1,0 +1,442 @@
+"""Calibrated verdict scores: a judge's P(YES) mapped to a probability the threshold can trust.
+
+A small judge ranks (input, rule) pairs well but its P(YES) is biased, per
+model and per rule: the same 0.5 threshold can match nothing on one model
+and everything on another. A :class:`Calibration` maps the raw P(YES) to a
+calibrated score in three steps, each optional:
+
+1. **Per rule, label-free** (``reference_inputs``): the judge is also asked
+   about each rule on reference inputs, and the rule's own bias, the mean
+   log-odds it gives there, is subtracted (contextual calibration). The
+   shipped defaults use :data:`TYPICAL_INPUTS`, a few unremarkable inputs of
+   several kinds; content-free ones such as ``"N/A"`` or a sample of your own
+   typical inputs work too. These reference judgments are ordinary
+   judgments: they go through the verdict cache, so each costs one call per
+   rule, model and prompt version, once.
+2. **Per input, label-free** (``centre_per_input``): from each feature of an
+   input, the median feature over all the rules judged for that input is
+   subtracted, so a rule matches when it stands out among the rules for
+   *that* input. Long or busy inputs raise a small judge's P(YES) for many
+   rules at once; this step removes that shared lift. It needs no extra
+   calls, only a judgment of every rule (at least ``min_centred_rules``).
+3. **Global** (``method``): ``"identity"``; ``"threshold"`` (a shift of the
+   log-odds that moves a chosen cut-off to 0.5); ``"platt"`` (a logistic fit
+   of the labels on the log-odds); or ``"isotonic"`` (a monotone step fit),
+   each fitted by :func:`fit_calibration` from labelled pairs.
+
+Calibrations are plain data: :meth:`Calibration.save` writes JSON (with the
+model and prompt version they were fitted for) and :meth:`Calibration.load`
+reads it back. :func:`default_calibration` gives the shipped default for a
+judge model family, chosen on development data.
+
+**Your own inputs as references.** Given a sample of unlabelled inputs of
+the kind you will judge (8 to 20, typical ones: most of them break no rule),
+:func:`default_calibration` returns the family's *domain-reference* default
+instead: each rule's log-odds are centred on the sample's mean and divided by
+its spread, so a rule matches an input that stands out from what that rule
+sees on your inputs. The same judge then needs no labels and transfers across
+policies much better than with the generic :data:`TYPICAL_INPUTS`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_tag.judging.calibration.model import (
+    METHODS,
+    Calibration,
+    CalibrationError,
+    Method,
+    expected_calibration_error,
+    fit_calibration,
+)
+from langchain_tag.judging.logodds import logit, sigmoid
+
+logger = logging.getLogger("langchain_tag.judging.chat")  # the judge's warnings, under one logger
+
+if TYPE_CHECKING:
+    from langchain_tag.judging.chat import PairwiseJudge
+    from langchain_tag.judging.pairs import Judgment, MatchResult
+    from langchain_tag.rules import Rule
+
+__all__ = [
+    "DEFAULT_CALIBRATIONS",
+    "DOMAIN_REFERENCE_CALIBRATIONS",
+    "METHODS",
+    "MIN_DOMAIN_REFERENCES",
+    "TYPICAL_INPUTS",
+    "Calibration",
+    "CalibrationError",
+    "LabelledFit",
+    "Method",
+    "ReferenceBook",
+    "Scorer",
+    "check_reference_inputs",
+    "default_calibration",
+    "expected_calibration_error",
+    "fit_calibration",
+    "load_reference_inputs",
+    "logit",
+    "resolve_default",
+    "sigmoid",
+]
+
+TYPICAL_INPUTS: tuple[str, ...] = (
+    "class Point:\n    def __init__(self, x: float, y: float) -> None:\n        self.x = x\n        self.y = y\n\n"
+    "    def norm(self) -> float:\n        return (self.x ** 2 + self.y ** 2) ** 0.5",
+    'def load_rows(path):\n    rows = []\n    with open(path, newline="") as fh:\n        for row in csv.reader(fh):\n'
+    "            rows.append(row)\n    return rows",
+    'import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--n", type=int, default=3)\n'
+    "args = parser.parse_args()\nresult = sum(range(args.n))",
+    "def test_merge_sorted():\n    assert merge([1, 3], [2]) == [1, 2, 3]\n    assert merge([], []) == []",
+    "Hi Dana, the quarterly figures are attached. Revenue rose 4% on last year; costs were flat. Let me know if you "
+    "need the breakdown by region.",
+    "The bridge, completed in 1932, spans 503 metres and carries six lanes of traffic.",
+    "The Tenant shall pay the rent on the first day of each month by bank transfer to the account named in Schedule 2.",
+    "Team A trades Player X, who earns $12 million this season, to Team B for a second-round pick.",
+)
+"""Ordinary inputs of several kinds (code, a message, an encyclopedia sentence, a contract clause, a case).
+
+The shipped calibrations use them as per-rule references: a rule's mean
+log-odds over these inputs is the level its judge answers at for an input
+that has nothing special, so a rule matches when an input stands out from
+that level. They are written to be unremarkable, not to break or follow any
+particular rule set, and are judged once per rule (through the verdict cache).
+"""
+
+DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
+    # Fitted on the pooled development splits of the benchmark's demo (26), ruff (40) and pep8 (16) quality sets,
+    # rules extracted by the same model: each rule's mean log-odds over TYPICAL_INPUTS subtracted, then each
+    # input's median over its rules, Platt, and the threshold with the best mean development F1 over the sets:
+    # `langchain-tag bench fit-default --runs demo=runs/q-demo-v12,ruff=runs/q-ruff-v12-l40,pep8=runs/q-pep8-v12-l16
+    # --row tag-fitted --centre-inputs`. Results in benchmarks/results/quality.md.
+    "qwen2.5-coder-1.5b": Calibration(
+        method="platt",
+        slope=5.06,
+        intercept=-3.63,
+        reference_inputs=TYPICAL_INPUTS,
+        centre_per_input=True,
+        threshold=0.176,
+        model="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        prompt_version="judge-applicability-v5",
+        note="Qwen2.5-Coder-1.5B default: per-rule reference over typical inputs and per-input median, "
+        "Platt fit on development data",
+    ),
+    # The contrast judge (predicate "applicability-contrast"): the same steps, fitted on the pooled development
+    # splits of the demo (26), ruff (20), pep8 (8) and wnc (34) quality sets:
+    # `langchain-tag bench fit-default --runs demo=runs/q-demo-v16,ruff=runs/q-ruff-v16-l20,pep8=runs/q-pep8-v16,
+    # wnc=runs/q-wnc-v16 --row tag-fitted --centre-inputs`. Results in benchmarks/results/quality.md.
+    "qwen2.5-coder-1.5b#contrast": Calibration(
+        method="platt",
+        slope=3.64,
+        intercept=-3.09,
+        reference_inputs=TYPICAL_INPUTS,
+        centre_per_input=True,
+        threshold=0.161,
+        model="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        prompt_version="judge-applicability-v5+judge-applicability-negated-v1",
+        note="Qwen2.5-Coder-1.5B contrast-judge default: per-rule reference over typical inputs and per-input "
+        "median, Platt fit on development data",
+    ),
+}
+"""Shipped defaults per judge model family and prompt, keyed by a lower-case fragment of the model identity
+(after a ``#``, a label that tells one family's defaults for several judge prompts apart)."""
+
+
+DOMAIN_REFERENCE_CALIBRATIONS: dict[str, dict[str, Any]] = {
+    # Fitted on the pooled development splits of the benchmark's demo, ruff and pep8 quality sets (each set's
+    # first 12 development inputs, unlabelled, as the references), Platt, and the threshold with the best mean
+    # development F1 over the three sets. Leave-one-set-out fits land on nearly the same decision line.
+    # `langchain-tag bench fit-default` and benchmarks/results/quality.md.
+    "qwen2.5-coder-1.5b": {
+        "method": "platt",
+        "slope": 2.69,
+        "intercept": -3.57,
+        "standardise": True,
+        "min_spread": 0.5,
+        "threshold": 0.209,
+        "model": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "prompt_version": "judge-applicability-v5",
+        "note": "Qwen2.5-Coder-1.5B domain-reference default: per-rule mean and spread over your own sample of "
+        "inputs, Platt fit on development data",
+    },
+}
+"""Shipped domain-reference defaults per judge model family: :class:`Calibration` fields without the
+reference inputs, which are the user's own sample (:func:`default_calibration`); keyed as
+:data:`DEFAULT_CALIBRATIONS`."""
+
+MIN_DOMAIN_REFERENCES = 4
+"""The fewest inputs a domain-reference calibration takes: a spread needs a sample."""
+
+
+def _family(key: str) -> str:
+    """The model-identity fragment of a defaults key (``"family"`` or ``"family#label"``)."""
+    return key.partition("#")[0]
+
+
+def default_calibration(
+    model: str, prompt_version: str, reference_inputs: Sequence[str] | None = None
+) -> Calibration | None:
+    """The shipped calibration for a judge model family and prompt version, if one was fitted.
+
+    Args:
+        model: The judge's identity (:func:`~langchain_tag.calls.identity.model_identity`).
+        prompt_version: The judge prompt's scoring version (:attr:`JudgePrompt.scoring_version`).
+        reference_inputs: A sample of your own unlabelled inputs (at least
+            :data:`MIN_DOMAIN_REFERENCES`, typically 8 to 20): when given, the family's domain-reference
+            default with this sample as its references (:data:`DOMAIN_REFERENCE_CALIBRATIONS`); otherwise the
+            default over :data:`TYPICAL_INPUTS` (:data:`DEFAULT_CALIBRATIONS`).
+
+    Raises:
+        CalibrationError: When ``reference_inputs`` holds fewer than :data:`MIN_DOMAIN_REFERENCES` distinct
+            non-blank inputs.
+    """
+    name = model.lower()
+    if reference_inputs is not None:
+        sample = check_reference_inputs(reference_inputs)
+        for key, fields in DOMAIN_REFERENCE_CALIBRATIONS.items():
+            if _family(key) in name and fields.get("prompt_version") == prompt_version:
+                return Calibration(**fields, reference_inputs=sample)
+        return None
+    for key, calibration in DEFAULT_CALIBRATIONS.items():
+        if _family(key) in name and calibration.prompt_version == prompt_version:
+            return calibration
+    return None
+
+
+def resolve_default(
+    model: str,
+    prompt_version: str,
+    reference_inputs: tuple[str, ...] | None,
+    memo: dict[tuple[str, str, tuple[str, ...] | None], Calibration | None],
+) -> Calibration | None:
+    """:func:`default_calibration`, remembered in ``memo``; warns once when a reference sample finds no default."""
+    key = (model, prompt_version, reference_inputs)
+    if key not in memo:
+        found = default_calibration(model, prompt_version, reference_inputs)
+        if found is None and reference_inputs:
+            logger.warning(
+                "no domain-reference calibration is shipped for %s with prompt %s: reference_inputs are not "
+                "used and raw P(YES) is thresholded; fit a calibration with retriever.calibrate(...)",
+                model,
+                prompt_version,
+            )
+        memo[key] = found
+    return memo[key]
+
+
+def load_reference_inputs(path: str | Path) -> tuple[str, ...]:
+    """Read a sample of reference inputs: JSON Lines, each line a JSON string or an object with ``"text"``.
+
+    Raises:
+        CalibrationError: When the file is missing, a line is not such JSON, or the sample is too small
+            (:func:`check_reference_inputs`).
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CalibrationError(f"{path}: cannot read reference inputs ({exc.strerror or exc})") from exc
+    found: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CalibrationError(
+                f'{path}:{number}: not JSON ({exc.msg}); write one JSON string or {{"text": ...}} per line'
+            ) from exc
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            item = item["text"]
+        if not isinstance(item, str):
+            raise CalibrationError(f'{path}:{number}: expected a JSON string or an object with a "text" string')
+        found.append(item)
+    return check_reference_inputs(found)
+
+
+def check_reference_inputs(inputs: Sequence[str]) -> tuple[str, ...]:
+    """A sample of reference inputs, blanks and repeats dropped, order kept.
+
+    Raises:
+        CalibrationError: When the sample is a bare string, or holds fewer than
+            :data:`MIN_DOMAIN_REFERENCES` distinct non-blank inputs.
+    """
+    if isinstance(inputs, str):
+        raise CalibrationError("reference_inputs must be a sequence of inputs, not one string")
+    sample = tuple(dict.fromkeys(str(x) for x in inputs if str(x).strip()))
+    if len(sample) < MIN_DOMAIN_REFERENCES:
+        raise CalibrationError(
+            f"reference_inputs needs at least {MIN_DOMAIN_REFERENCES} distinct non-blank inputs (8 to 20 typical "
+            f"ones of your own work best); got {len(sample)}"
+        )
+    return sample
+
+
+# --------------------------------------------------------------------------
+# The scorer: the one place a judgment's score and decision are made.
+# --------------------------------------------------------------------------
+ReferenceKey = Callable[[str, "Rule"], str]
+"""Names one reference judgment: (reference input, rule) -> a key that also fixes the model and prompt."""
+
+
+@dataclass
+class ReferenceBook:
+    """The log-odds each rule got on each reference input, as judged so far (kept between calls).
+
+    Attributes:
+        key: Names a (reference input, rule) judgment; it must change with
+            anything that changes the judgment (model, prompt, reply format).
+        log_odds: Known log-odds by key.
+    """
+
+    key: ReferenceKey
+    log_odds: dict[str, float] = field(default_factory=dict)
+
+    def missing(self, reference: str, rules: Sequence[Rule]) -> list[Rule]:
+        """The rules not yet judged on ``reference``."""
+        return [r for r in rules if self.key(reference, r) not in self.log_odds]
+
+    def add(self, reference: str, rules: Sequence[Rule], judgments: Sequence[Judgment]) -> None:
+        """Keep the log-odds of each judgment of ``reference`` that gave a P(YES)."""
+        for rule, judgment in zip(rules, judgments, strict=True):
+            if judgment.p_yes is not None and judgment.error is None:
+                self.log_odds[self.key(reference, rule)] = logit(judgment.p_yes)
+
+    def mean_and_spread(self, references: Sequence[str], rule: Rule) -> tuple[float | None, float | None]:
+        """The rule's mean log-odds over ``references`` and their spread (standard deviation), if judged."""
+        known = [v for v in (self.log_odds.get(self.key(ref, rule)) for ref in references) if v is not None]
+        if not known:
+            return None, None
+        mean = sum(known) / len(known)
+        spread = (sum((v - mean) ** 2 for v in known) / (len(known) - 1)) ** 0.5 if len(known) > 1 else None
+        return mean, spread
+
+
+@dataclass
+class Scorer:
+    """Scores one input's raw judgments with a calibration and decides each against the threshold.
+
+    The scorer says which reference judgments it needs (:meth:`needed_references`);
+    the judge makes them and hands them back (:meth:`ReferenceBook.add`). Then
+    :meth:`decide` sets every judgment's ``score`` and ``applies``: the one place
+    a verdict is decided.
+
+    Attributes:
+        calibration: The calibration (``None``: raw P(YES) is the score).
+        threshold: The decision threshold on the score.
+        references: The reference judgments made so far.
+    """
+
+    calibration: Calibration | None
+    threshold: float
+    references: ReferenceBook
+
+    def needed_references(self, rules: Sequence[Rule]) -> list[tuple[str, list[Rule]]]:
+        """Each reference input of the calibration with the rules still to judge on it (only those with some)."""
+        references = self.calibration.reference_inputs if self.calibration is not None else ()
+        needed = [(ref, self.references.missing(ref, rules)) for ref in references]
+        return [(ref, missing) for ref, missing in needed if missing]
+
+    def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
+        """The rule's mean log-odds of YES on the calibration's reference inputs, and their spread, if judged."""
+        if self.calibration is None or not self.calibration.reference_inputs:
+            return None, None
+        return self.references.mean_and_spread(self.calibration.reference_inputs, rule)
+
+    def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
+        """What the calibration's global step sees for one input's judged rules.
+
+        Each pair's log-odds with the rule's reference step (:meth:`Calibration.feature`), then, with
+        ``centre_per_input``, minus the input's median over these rules (:meth:`Calibration.input_centre`).
+
+        Args:
+            judged: All of one input's ``(rule, judgment)`` pairs that gave a P(YES) without error.
+        """
+        calibration = self.calibration or Calibration()
+        row = [calibration.feature(j.p_yes, *self.reference_log_odds(r)) for r, j in judged]  # type: ignore[arg-type]
+        centre = calibration.input_centre(row)
+        return [x - centre for x in row]
+
+    def decide(self, rules: Sequence[Rule], judgments: Sequence[Judgment]) -> None:
+        """Set each judgment's calibrated ``score`` and its ``applies``.
+
+        A judgment with a P(YES) applies when its score reaches the threshold;
+        one read from the reply text (no logprobs) applies when it said YES;
+        a failed one never applies.
+        """
+        judged = [(r, j) for r, j in zip(rules, judgments, strict=True) if j.p_yes is not None and j.error is None]
+        if self.calibration is None:
+            for _, judgment in judged:
+                judgment.score = judgment.p_yes
+        else:
+            for (_, judgment), x in zip(judged, self.features(judged), strict=True):
+                judgment.score = self.calibration.map_feature(x)
+        for judgment in judgments:
+            if judgment.error is not None:
+                judgment.applies = False
+            elif judgment.score is not None:
+                judgment.applies = judgment.score >= self.threshold
+            else:
+                judgment.applies = judgment.says_yes
+
+
+class LabelledFit:
+    """Collects one judge's labelled judgments and fits a calibration from them (``retriever.calibrate``).
+
+    Args:
+        reference_inputs: Inputs for the per-rule step; empty for none.
+        standardise: Divide by the spread over the reference inputs too.
+        centre_per_input: Centre each input's features on their median over the rules.
+    """
+
+    def __init__(self, reference_inputs: Sequence[str], standardise: bool, centre_per_input: bool) -> None:
+        self.calibration = Calibration(
+            method="identity",
+            reference_inputs=tuple(reference_inputs),
+            standardise=standardise,
+            centre_per_input=centre_per_input,
+        )
+        """The calibration the examples are judged with: no global step yet."""
+        self.features: list[float] = []
+        self.labels: list[bool] = []
+
+    def add(self, judge: PairwiseJudge, rules: Sequence[Rule], result: MatchResult, holds: Iterable[str]) -> None:
+        """Add one example: its judgments (by a judge using :attr:`calibration`) and the rules that hold.
+
+        Raises:
+            CalibrationError: When ``holds`` names a rule that is not among ``rules``.
+        """
+        wanted = set(holds)
+        unknown = sorted(wanted - {r.rule_id for r in rules})
+        if unknown:
+            raise CalibrationError(f"calibration example names rule id(s) not among the rules: {', '.join(unknown)}")
+        pairs = zip(rules, result.judgments, strict=True)
+        judged = [(r, j) for r, j in pairs if j.p_yes is not None and j.error is None]
+        self.features.extend(judge.scorer.features(judged))
+        self.labels.extend(rule.rule_id in wanted for rule, _ in judged)
+
+    def fit(self, judge: PairwiseJudge, method: Method) -> Calibration:
+        """Fit the examples added so far.
+
+        Raises:
+            CalibrationError: Without probabilities, or with labels of one kind only.
+        """
+        if not self.features:
+            raise CalibrationError("no judgment gave a probability: calibration needs a judge that returns logprobs")
+        return fit_calibration(
+            self.features,
+            self.labels,
+            method=method,
+            reference_inputs=self.calibration.reference_inputs,
+            standardise=self.calibration.standardise,
+            centre_per_input=self.calibration.centre_per_input,
+            model=judge.model_identity,
+            prompt_version=judge.prompt.scoring_version,
+            note=f"fitted on {len(self.features)} labelled judgments ({sum(self.labels)} holding)",
+        )

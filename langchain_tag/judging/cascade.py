@@ -1,0 +1,497 @@
+"""A judge cascade: a cheap judge decides the clear pairs, a strong judge the uncertain ones.
+
+:class:`CascadeRetriever` puts two :class:`~langchain_tag.retrievers.ApplicabilityRetriever`
+objects in a row. The cheap one (a small local model, or a local model in front
+of a remote one) judges every (input, rule) pair. A pair whose calibrated score
+lies outside the uncertain band ``[low, high]`` keeps the cheap judge's
+verdict; the pairs inside it (and those the cheap judge could not score) are
+judged again by the strong retriever, for those rules only, and its verdicts
+replace the cheap ones. Each returned document says which judge decided it
+(metadata ``tag_judge``: ``"cheap"`` or ``"strong"``) and what share of the
+input's pairs went to the strong judge (``tag_strong_share``).
+
+The band comes from the user, or from development data through
+:func:`choose_band`: the narrowest band (fewest pairs sent to the strong judge)
+whose cascade agrees with the strong judge alone on at least a target share of
+the development pairs.
+
+Example:
+    .. code-block:: python
+
+        cheap = ApplicabilityRetriever(llm=small_llm, rules=rules, calibration=small_calibration)
+        strong = ApplicabilityRetriever(llm=big_llm, rules=rules, calibration=big_calibration)
+        band = choose_band(dev_cheap_scores, dev_strong_verdicts,
+                           threshold=cheap.judge.decision_threshold, target_agreement=0.95)
+        retriever = CascadeRetriever(cheap=cheap, strong=strong, low=band.low, high=band.high)
+        docs = retriever.invoke(code)  # each doc: metadata["tag_judge"] in {"cheap", "strong"}
+
+A calibration that centres each input on its median over the rules judged
+(``Calibration(centre_per_input=True)``, as the shipped 1.5B default does)
+makes the strong judge's score of a pair depend on which other rules it judged
+with it. The strong judge sees only the band's rules, so its verdicts there can
+differ from the strong judge run on every rule; a warning says so. Give the
+strong retriever a calibration without that step (for example one fitted with
+``reference_inputs`` only) when its verdicts must match the strong judge alone.
+"""
+
+from __future__ import annotations
+
+import bisect
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun, Callbacks
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from typing_extensions import Self, override
+
+from langchain_tag.judging.pairs import Judgment, MatchResult
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule, rule_documents, rules_from_documents
+
+__all__ = [
+    "CHEAP",
+    "JUDGE_KEY",
+    "STRONG",
+    "STRONG_SHARE_KEY",
+    "Band",
+    "CascadeResult",
+    "CascadeRetriever",
+    "Route",
+    "cascade_decisions",
+    "choose_band",
+]
+
+Route = Literal["cheap", "strong"]
+"""Which judge decided a pair."""
+
+CHEAP: Route = "cheap"
+STRONG: Route = "strong"
+
+JUDGE_KEY = "tag_judge"
+"""Document metadata key: the judge that decided the rule (``"cheap"`` or ``"strong"``)."""
+STRONG_SHARE_KEY = "tag_strong_share"
+"""Document metadata key: the share of the input's pairs sent to the strong judge."""
+FAILED_KEY = "tag_failed_rule_ids"
+"""Document metadata key, as :class:`~langchain_tag.retrievers.ApplicabilityRetriever` sets it."""
+FAILED_EVENT = "tag_judgments_failed"
+"""The custom callback event :class:`~langchain_tag.retrievers.ApplicabilityRetriever` sends on failures."""
+
+
+# --------------------------------------------------------------------------
+# Choosing the band on development data.
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Band:
+    """An uncertain band of the cheap judge's calibrated score, and how it did on the data it was chosen on.
+
+    Attributes:
+        low: Lowest score sent to the strong judge.
+        high: Highest score sent to the strong judge.
+        agreement: Share of the pairs on which the cascade's decision equals the strong judge's.
+        strong_share: Share of the pairs sent to the strong judge.
+        pairs: Pairs it was chosen on.
+    """
+
+    low: float
+    high: float
+    agreement: float
+    strong_share: float
+    pairs: int
+
+    def contains(self, score: float | None) -> bool:
+        """Whether a pair with this cheap score goes to the strong judge (an unscored pair always does)."""
+        return score is None or self.low <= score <= self.high
+
+
+def cascade_decisions(
+    cheap_scores: Sequence[float | None],
+    strong_verdicts: Sequence[bool],
+    *,
+    threshold: float,
+    low: float,
+    high: float,
+) -> tuple[list[bool], list[bool]]:
+    """The cascade's decisions over recorded pairs, and which pairs went to the strong judge.
+
+    A pair whose cheap score lies in ``[low, high]`` (or is ``None``: not scored) takes the strong verdict; any
+    other pair is decided by the cheap judge: YES when its score reaches ``threshold``.
+
+    Args:
+        cheap_scores: The cheap judge's calibrated score per pair.
+        strong_verdicts: The strong judge's decision per pair, in the same order.
+        threshold: The cheap judge's decision threshold.
+        low: The band's lower bound.
+        high: The band's upper bound.
+
+    Returns:
+        ``(decisions, sent)``: the cascade's decision per pair, and whether each pair went to the strong judge.
+
+    Raises:
+        ValueError: When the two sequences differ in length, or ``low > high``.
+    """
+    _check_pairs(cheap_scores, strong_verdicts)
+    if low > high:
+        raise ValueError(f"the band's low bound {low} is above its high bound {high}")
+    sent = [s is None or low <= s <= high for s in cheap_scores]
+    decisions = [
+        bool(v) if go else (s is not None and s >= threshold)
+        for s, v, go in zip(cheap_scores, strong_verdicts, sent, strict=True)
+    ]
+    return decisions, sent
+
+
+def _check_pairs(cheap_scores: Sequence[float | None], strong_verdicts: Sequence[bool]) -> None:
+    if len(cheap_scores) != len(strong_verdicts):
+        raise ValueError(
+            f"cheap_scores and strong_verdicts must be paired: got {len(cheap_scores)} and {len(strong_verdicts)}"
+        )
+
+
+def choose_band(
+    cheap_scores: Sequence[float | None],
+    strong_verdicts: Sequence[bool],
+    *,
+    threshold: float,
+    target_agreement: float = 0.95,
+) -> Band:
+    """The narrowest uncertain band around the cheap threshold that agrees with the strong judge often enough.
+
+    The rule: over the development pairs, every band ``[low, high]`` with ``low <= threshold <= high`` is a
+    candidate, its bounds set midway between neighbouring development scores (0 and 1 at the ends). A band's
+    agreement is the share of pairs on which the cascade's decision (:func:`cascade_decisions`) equals the strong
+    verdict: every pair inside it agrees by construction, a pair outside agrees when the cheap decision does. The
+    band chosen has at least ``target_agreement``, the fewest pairs inside (the fewest strong calls), and among
+    those the highest agreement, then the narrowest width. Unscored pairs (``None``) always go to the strong
+    judge and count in its share. The band ``[0, 1]`` always reaches the target, so there is always an answer.
+
+    Args:
+        cheap_scores: The cheap judge's calibrated score per development pair (``None``: not scored).
+        strong_verdicts: The strong judge's decision per pair, in the same order.
+        threshold: The cheap judge's decision threshold (``retriever.judge.decision_threshold``).
+        target_agreement: Least share of pairs on which the cascade must agree with the strong judge alone,
+            in ``[0, 1]``.
+
+    Returns:
+        The band, with its development agreement and strong share.
+
+    Raises:
+        ValueError: On no pairs, unpaired inputs, or a target or threshold outside ``[0, 1]``.
+    """
+    _check_pairs(cheap_scores, strong_verdicts)
+    if not cheap_scores:
+        raise ValueError("choose_band needs at least one development pair")
+    if not 0.0 <= target_agreement <= 1.0:
+        raise ValueError(f"target_agreement must be within [0, 1], got {target_agreement}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+    n = len(cheap_scores)
+    unscored = sum(1 for s in cheap_scores if s is None)
+    scored = sorted((float(s), bool(v)) for s, v in zip(cheap_scores, strong_verdicts, strict=True) if s is not None)
+    values = [s for s, _ in scored]
+    # wrong[i]: scored pairs among the first i (by score) whose cheap decision disagrees with the strong verdict.
+    wrong = [0]
+    for s, v in scored:
+        wrong.append(wrong[-1] + ((s >= threshold) != v))
+    below = bisect.bisect_left(values, threshold)  # pairs strictly below the threshold
+    at_or_below = bisect.bisect_right(values, threshold)
+    # A band covers the sorted pairs [i, j) with i <= below and j >= at_or_below, so it always holds the threshold.
+    # Pairs exactly at the threshold go into every band (their bounds could not be split from it).
+    best: tuple[int, int, float] | None = None  # (inside, -disagreements, -width) to maximise
+    chosen = (0, len(values))
+    needed = target_agreement * n - 1e-9
+    for i in range(below, -1, -1):
+        low = _bound_below(values, i, threshold)
+        for j in range(at_or_below, len(values) + 1):
+            disagree = wrong[i] + (wrong[len(values)] - wrong[j])
+            if n - disagree < needed:
+                continue
+            high = _bound_above(values, j, threshold)
+            key = (-(j - i), -disagree, -(high - low))
+            if best is None or key > best:
+                best, chosen = key, (i, j)
+            break  # a wider band for this i only sends more pairs
+    i, j = chosen
+    low, high = _bound_below(values, i, threshold), _bound_above(values, j, threshold)
+    disagree = wrong[i] + (wrong[len(values)] - wrong[j])
+    return Band(
+        low=low,
+        high=high,
+        agreement=(n - disagree) / n,
+        strong_share=(j - i + unscored) / n,
+        pairs=n,
+    )
+
+
+def _bound_below(values: Sequence[float], i: int, threshold: float) -> float:
+    """The low bound of a band starting at sorted pair ``i``: midway to the pair below, 0 with none below."""
+    if i == 0:
+        return 0.0
+    top = values[i] if i < len(values) else threshold
+    return (min(top, threshold) + values[i - 1]) / 2
+
+
+def _bound_above(values: Sequence[float], j: int, threshold: float) -> float:
+    """The high bound of a band ending before sorted pair ``j``: midway to that pair, 1 with none above."""
+    if j == len(values):
+        return 1.0
+    bottom = values[j - 1] if j > 0 else threshold
+    return (max(bottom, threshold) + values[j]) / 2
+
+
+# --------------------------------------------------------------------------
+# The retriever.
+# --------------------------------------------------------------------------
+@dataclass
+class CascadeResult:
+    """One input through the cascade.
+
+    Attributes:
+        query: The input.
+        result: The combined judgments, in the cheap retriever's rule order: the strong judgment for each pair
+            the strong judge decided, the cheap one for the rest.
+        cheap: The cheap retriever's result (every pair).
+        strong: The strong judge's result on the pairs sent to it (``None`` when none were).
+        routes: Rule id -> the judge whose verdict stands (``"cheap"`` or ``"strong"``).
+        sent: Rule ids sent to the strong judge, in rule order. A pair whose strong judgment failed is in
+            ``sent`` but, with ``fallback``, routed ``"cheap"``.
+    """
+
+    query: str
+    result: MatchResult
+    cheap: MatchResult
+    strong: MatchResult | None = None
+    routes: dict[str, Route] = field(default_factory=dict)
+    sent: list[str] = field(default_factory=list)
+
+    @property
+    def judgments(self) -> list[Judgment]:
+        """The combined judgments (``result.judgments``)."""
+        return self.result.judgments
+
+    @property
+    def matched(self) -> list[Judgment]:
+        """The combined YES judgments, highest score first (``result.matched``)."""
+        return self.result.matched
+
+    @property
+    def failed(self) -> list[Judgment]:
+        """Combined judgments that failed and count as NO (``result.failed``)."""
+        return self.result.failed
+
+    @property
+    def strong_share(self) -> float:
+        """Share of the input's pairs sent to the strong judge (0 with no pairs)."""
+        pairs = len(self.cheap.judgments)
+        return len(self.sent) / pairs if pairs else 0.0
+
+    @property
+    def cheap_calls(self) -> int:
+        """Calls the cheap judge made."""
+        return self.cheap.calls
+
+    @property
+    def strong_calls(self) -> int:
+        """Calls the strong judge made."""
+        return self.strong.calls if self.strong is not None else 0
+
+    @property
+    def calls(self) -> int:
+        """Calls of both judges."""
+        return self.cheap_calls + self.strong_calls
+
+
+class CascadeRetriever(BaseRetriever):
+    """Retrieve the applicable rules with a cheap judge, asking a strong judge only about uncertain pairs.
+
+    Every candidate rule is judged by ``cheap``. A pair whose calibrated score lies outside ``[low, high]``
+    keeps the cheap verdict. The pairs inside the band, and the pairs the cheap judge gave no score (failed, or
+    no logprobs), are judged by ``strong``'s judge for those rules only, with its calibration and threshold; its
+    verdicts replace the cheap ones. Verdict caches, calibrations and concurrency are each retriever's own.
+
+    Returned documents are the matched rules (highest score first; the two judges' scores are each their own
+    calibrated scale), each with ``tag_judge`` (``"cheap"`` or ``"strong"``) and ``tag_strong_share`` in its
+    metadata, besides the ``ApplicabilityRetriever`` metadata. :meth:`match` returns the full
+    :class:`CascadeResult`; :attr:`last_match` keeps the latest retrieval's. Callbacks reach both judges, tagged
+    ``tag_cascade:cheap`` and ``tag_cascade:strong``.
+
+    Attributes:
+        cheap: The retriever that judges every pair.
+        strong: The retriever whose judge decides the pairs in the band. It must know every rule the cheap one
+            judges (same ``rule_id``); its own rule text is what it judges.
+        low: Lowest cheap score sent to the strong judge, in ``[0, 1]``.
+        high: Highest cheap score sent to the strong judge, in ``[0, 1]``, at least ``low``.
+        k: Optional cap on the number of documents returned.
+        fallback: When a strong judgment fails, keep the cheap verdict for that pair (``True``, default) instead
+            of counting it as NO. With the strong retriever's ``strict=True`` the failure raises either way.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    cheap: ApplicabilityRetriever
+    strong: ApplicabilityRetriever
+    low: float = Field(ge=0.0, le=1.0)
+    high: float = Field(ge=0.0, le=1.0)
+    k: int | None = Field(default=None, ge=0)
+    fallback: bool = True
+
+    _strong_rules: dict[str, Rule] = PrivateAttr(default_factory=dict)
+    _cheap_rules: dict[str, Rule] = PrivateAttr(default_factory=dict)
+    _last_match: CascadeResult | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _setup(self) -> Self:
+        if self.low > self.high:
+            raise ValueError(f"the band's low bound {self.low} is above its high bound {self.high}")
+        if self.cheap is self.strong:
+            raise ValueError("cheap and strong are the same retriever: a cascade needs two judges")
+        self._strong_rules = {r.rule_id: r for r in rules_from_documents(rule_documents(self.strong.rules))}
+        self._cheap_rules = {r.rule_id: r for r in rules_from_documents(rule_documents(self.cheap.rules))}
+        missing = sorted(set(self._cheap_rules) - set(self._strong_rules)) if self._strong_rules else []
+        if missing:
+            raise ValueError(
+                f"the strong retriever lacks rule(s) the cheap one judges: {', '.join(missing[:10])}"
+                + (" ..." if len(missing) > 10 else "")
+            )
+        calibration = self.strong.judge.calibration
+        if calibration is not None and calibration.centre_per_input:
+            warnings.warn(
+                "the strong retriever's calibration centres each input on its median over the rules judged "
+                "(centre_per_input): in a cascade it judges only the band's rules, so its scores there differ from "
+                "the strong judge run on every rule; use a calibration without centre_per_input to keep them equal",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self
+
+    @property
+    def last_match(self) -> CascadeResult | None:
+        """The latest retrieval's :class:`CascadeResult` (``None`` before the first); see :meth:`match`."""
+        return self._last_match
+
+    # ------------------------------------------------------------------ routing
+    def _rule(self, rule_id: str) -> Rule:
+        found = self._strong_rules.get(rule_id) or self._cheap_rules.get(rule_id)
+        if found is None:
+            raise ValueError(f"rule {rule_id!r}, judged by the cheap retriever, is unknown to the strong retriever")
+        return found
+
+    def _to_strong(self, cheap: MatchResult) -> list[Rule]:
+        """The rules whose cheap judgment lies in the band or has no score."""
+        return [
+            self._rule(j.rule_id)
+            for j in cheap.judgments
+            if j.error is not None or j.score is None or self.low <= j.score <= self.high
+        ]
+
+    def _combine(self, query: str, cheap: MatchResult, sent: list[Rule], strong: MatchResult | None) -> CascadeResult:
+        by_id = {j.rule_id: j for j in strong.judgments} if strong is not None else {}
+        judgments: list[Judgment] = []
+        routes: dict[str, Route] = {}
+        for judgment in cheap.judgments:
+            replacement = by_id.get(judgment.rule_id)
+            if replacement is None or (replacement.error is not None and self.fallback):
+                judgments.append(judgment)
+                routes[judgment.rule_id] = CHEAP
+            else:
+                judgments.append(replacement)
+                routes[judgment.rule_id] = STRONG
+        combined = MatchResult(query=query, predicate=cheap.predicate, judgments=judgments)
+        return CascadeResult(
+            query=query,
+            result=combined,
+            cheap=cheap,
+            strong=strong,
+            routes=routes,
+            sent=[r.rule_id for r in sent],
+        )
+
+    def match(self, query: str, *, callbacks: Callbacks = None) -> CascadeResult:
+        """Judge every rule with the cheap retriever and the band's rules with the strong one.
+
+        Args:
+            query: The input.
+            callbacks: Callbacks (or a callback manager) passed to both judges.
+
+        Returns:
+            The combined result, with the route of every pair.
+        """
+        cheap = self.cheap.match(query, callbacks=callbacks)
+        sent = self._to_strong(cheap)
+        strong = self.strong.judge.judge(query, sent, callbacks=callbacks) if sent else None
+        return self._combine(query, cheap, sent, strong)
+
+    async def amatch(self, query: str, *, callbacks: Callbacks = None) -> CascadeResult:
+        """Async twin of :meth:`match`."""
+        cheap = await self.cheap.amatch(query, callbacks=callbacks)
+        sent = self._to_strong(cheap)
+        strong = await self.strong.judge.ajudge(query, sent, callbacks=callbacks) if sent else None
+        return self._combine(query, cheap, sent, strong)
+
+    def documents(self, result: CascadeResult, *, k: int | None = None) -> list[Document]:
+        """The documents a retrieval returns for a cascade result: matched rules, highest score first.
+
+        Args:
+            result: A :meth:`match` result.
+            k: Cap (default: the retriever's ``k``, else every matched rule).
+
+        Returns:
+            Copies of the cheap retriever's rule documents with the verdict metadata of
+            :meth:`ApplicabilityRetriever.documents`, plus ``tag_judge`` and ``tag_strong_share``.
+        """
+        if k is not None and k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        cap = self.k if k is None else k
+        docs = self.cheap.documents(result.result, k=len(result.result.judgments) if cap is None else cap)
+        share = round(result.strong_share, 6)
+        for judgment, doc in zip(result.result.matched, docs, strict=False):  # the same order; docs may be capped
+            doc.metadata[JUDGE_KEY] = result.routes.get(judgment.rule_id, CHEAP)
+            doc.metadata[STRONG_SHARE_KEY] = share
+        return docs
+
+    @override
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        cheap = self.cheap.match(query, callbacks=run_manager.get_child("tag_cascade:cheap"))
+        sent = self._to_strong(cheap)
+        strong = (
+            self.strong.judge.judge(query, sent, callbacks=run_manager.get_child("tag_cascade:strong"))
+            if sent
+            else None
+        )
+        result = self._combine(query, cheap, sent, strong)
+        self._last_match = result
+        if result.failed:
+            run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
+        return self.documents(result, k=k)
+
+    @override
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        cheap = await self.cheap.amatch(query, callbacks=run_manager.get_child("tag_cascade:cheap"))
+        sent = self._to_strong(cheap)
+        strong = (
+            await self.strong.judge.ajudge(query, sent, callbacks=run_manager.get_child("tag_cascade:strong"))
+            if sent
+            else None
+        )
+        result = self._combine(query, cheap, sent, strong)
+        self._last_match = result
+        if result.failed:
+            await run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
+        return self.documents(result, k=k)
+
+
+def _failure_event(result: CascadeResult) -> dict[str, Any]:
+    """The ``tag_judgments_failed`` event's data, with the judge of each failed pair."""
+    return {
+        "query": result.query,
+        "failed_rule_ids": [j.rule_id for j in result.failed],
+        "errors": {j.rule_id: j.error for j in result.failed},
+        "judges": {j.rule_id: result.routes.get(j.rule_id, CHEAP) for j in result.failed},
+    }

@@ -1,0 +1,70 @@
+"""Provider batch APIs: judgments written out as OpenAI Batch API input files, and their results read back.
+
+The OpenAI Batch API runs chat-completion requests offline, within 24 hours,
+at about half the price. The flow:
+
+1. :func:`export_openai_batch` renders every (input, rule) pair, plus the
+   calibration's reference judgments (once), into Batch API input files
+   (``batch-0001.jsonl``, ...; at most 50,000 requests and 200 MB each) and
+   writes ``mapping.jsonl`` beside them, which ties each ``custom_id`` back
+   to its pair and verdict-cache key. Pairs already in the verdict cache,
+   and requests asked twice (the same input text twice), are left out.
+2. You upload each file, create the batches, and download their output (and
+   error) files.
+3. :func:`import_openai_batch` reads those files and records each reply in
+   the judge's verdict cache (:meth:`PairwiseJudge.record`), reporting the
+   requests that failed without losing the others.
+4. ``retriever.match(input)`` (or :func:`~langchain_tag.scale.bulk.match_corpus`)
+   then makes no call and gives the calibrated verdicts.
+
+The judge that exports and the one that imports must be the same: model
+identity, prompt and calibration (its reference inputs). To read results
+with no live model, give the retriever a :class:`BatchResultsModel` named as
+the batch's model: a pair missing from the results then fails with a clear
+error instead of being sent anywhere.
+
+Example:
+    .. code-block:: python
+
+        retriever = ApplicabilityRetriever(
+            llm=BatchResultsModel(model_name="gpt-4o-mini"), rules=rules, cache=SQLiteVerdictCache("v.sqlite")
+        )
+        files = export_openai_batch((retriever, read_inputs("inputs.jsonl")), "batch", model_name="gpt-4o-mini")
+        # ... run the batches, download the output files ...
+        summary = import_openai_batch(["out-1.jsonl"], retriever, "batch/mapping.jsonl")
+"""
+
+from langchain_tag.scale.batch_api.export import export_openai_batch
+from langchain_tag.scale.batch_api.ids import (
+    BATCH_URL,
+    CUSTOM_ID_MAX_CHARS,
+    MAPPING_FILE,
+    MAX_BYTES,
+    MAX_REQUESTS,
+    REFERENCE_PREFIX,
+    BatchError,
+    custom_id,
+    parse_custom_id,
+)
+from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping, batch_mapping
+from langchain_tag.scale.batch_api.results import BatchResultsModel, ImportSummary, RequestFailure, import_openai_batch
+
+__all__ = [
+    "BATCH_URL",
+    "CUSTOM_ID_MAX_CHARS",
+    "MAPPING_FILE",
+    "MAX_BYTES",
+    "MAX_REQUESTS",
+    "REFERENCE_PREFIX",
+    "BatchEntry",
+    "BatchError",
+    "BatchMapping",
+    "BatchResultsModel",
+    "ImportSummary",
+    "RequestFailure",
+    "batch_mapping",
+    "custom_id",
+    "export_openai_batch",
+    "import_openai_batch",
+    "parse_custom_id",
+]

@@ -1,0 +1,314 @@
+"""Import: OpenAI Batch API output files read back into the judge's verdict cache.
+
+:func:`import_openai_batch` checks that the judge is the one the batch was
+exported with, reads every results line, records each readable reply with
+:meth:`~langchain_tag.judging.chat.PairwiseJudge.record`, and reports what failed
+or is missing in an :class:`ImportSummary`. :class:`BatchResultsModel` is a
+judge model that answers only from the verdict cache, for reading results
+with no live model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from typing_extensions import override
+
+from langchain_tag.calls.recorded import RecordedReplies
+from langchain_tag.scale.batch_api.ids import BatchError
+from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping
+
+__all__ = ["BatchResultsModel", "ImportSummary", "RequestFailure", "import_openai_batch"]
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """A request of the batch whose verdict could not be recorded.
+
+    Attributes:
+        custom_id: Its ``custom_id`` (empty for a results line that named none).
+        error: Why: the Batch API's error, a non-200 status, or an unreadable reply.
+        input_id: The input it judged, when the mapping names it.
+        rule_id: The rule it judged, when the mapping names it.
+        where: ``FILE:LINE`` of its results line.
+    """
+
+    custom_id: str
+    error: str
+    input_id: str | None = None
+    rule_id: str | None = None
+    where: str = ""
+
+
+@dataclass
+class ImportSummary:
+    """What :func:`import_openai_batch` recorded and what it could not.
+
+    Attributes:
+        requests: Requests in the mapping.
+        recorded: Replies read and stored in the verdict cache.
+        failures: Requests whose results line gave no readable verdict (and results lines that are not valid).
+        missing: ``custom_id`` values of the mapping with no results line.
+        unknown: ``custom_id`` values of results lines the mapping does not name (another batch's).
+        duplicates: Results lines for a request already recorded (ignored).
+        prompt_tokens: Prompt tokens the provider reported over the recorded replies.
+        completion_tokens: Completion tokens likewise.
+    """
+
+    requests: int = 0
+    recorded: int = 0
+    failures: list[RequestFailure] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether every request of the mapping was recorded."""
+        return self.recorded == self.requests and not self.failures and not self.missing
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line: recorded, failed, missing, unknown."""
+        text = f"recorded {self.recorded} of {self.requests} batch replies"
+        parts = [
+            f"{len(self.failures)} failed" if self.failures else "",
+            f"{len(self.missing)} missing" if self.missing else "",
+            f"{len(self.unknown)} not in the mapping" if self.unknown else "",
+            f"{self.duplicates} repeated" if self.duplicates else "",
+        ]
+        parts = [p for p in parts if p]
+        return text + (f" ({', '.join(parts)})" if parts else "")
+
+
+@dataclass
+class _Reply:
+    text: str
+    logprobs: Mapping[str, Any] | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _judge_of(retriever_or_judge: Any) -> Any:
+    """The pairwise judge of a retriever, or the judge itself."""
+    return retriever_or_judge if hasattr(retriever_or_judge, "record") else retriever_or_judge.judge
+
+
+def _check_judge(mapping: BatchMapping, judge: Any) -> None:
+    """Refuse a judge whose cache keys differ from the mapping's: its verdicts would never be found."""
+    if getattr(judge, "cache", None) is None:
+        raise BatchError("the judge has no verdict cache to record the batch replies in")
+    if mapping.model_identity is not None and mapping.model_identity != judge.model_identity:
+        raise BatchError(
+            f"the batch was exported for model {mapping.model_identity!r} but this judge is "
+            f"{judge.model_identity!r}; import with a judge of the same model "
+            f"(e.g. BatchResultsModel(model_name={mapping.model_identity!r}))"
+        )
+    prompt = judge.prompt
+    versions = {prompt.version} | ({prompt.negation.version} if prompt.negation is not None else set())
+    foreign = sorted({e.prompt_version for e in mapping.entries.values()} - versions)
+    if foreign:
+        raise BatchError(
+            f"the batch was rendered with prompt version(s) {', '.join(foreign)}; this judge's prompt "
+            f"{prompt.name!r} asks {', '.join(sorted(versions))}: import with the predicate of the export"
+        )
+    if mapping.verdict_format is not None and mapping.verdict_format != judge.verdict_format:
+        raise BatchError(
+            f"the batch asked {mapping.verdict_format!r} verdicts, this judge reads {judge.verdict_format!r} ones"
+        )
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, Mapping):
+        code, message = error.get("code"), error.get("message")
+        return ": ".join(str(p) for p in (code, message) if p) or json.dumps(error)
+    return str(error)
+
+
+def _body_of(data: Mapping[str, Any]) -> Mapping[str, Any] | str:
+    """A results line's response body (a chat completion), or why it has none."""
+    if data.get("error"):
+        return f"batch error {_error_text(data['error'])}"
+    response = data.get("response")
+    if not isinstance(response, Mapping):
+        return "no response in the results line"
+    body = response.get("body")
+    status = response.get("status_code")
+    if status != 200:
+        detail = _error_text(body.get("error")) if isinstance(body, Mapping) and body.get("error") else ""
+        return f"HTTP {status}" + (f": {detail}" if detail else "")
+    if not isinstance(body, Mapping):
+        return "the response has no body"
+    return body
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _reply(data: Mapping[str, Any]) -> _Reply | str:
+    """A results line's reply (first choice's text and logprobs, token usage), or why it has none."""
+    body = _body_of(data)
+    if isinstance(body, str):
+        return body
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return "the response has no choices"
+    choice = choices[0]
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    logprobs = choice.get("logprobs")
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    return _Reply(
+        text=content if isinstance(content, str) else "",
+        logprobs=logprobs if isinstance(logprobs, Mapping) else None,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+    )
+
+
+def _results_lines(paths: Iterable[str | Path]) -> Iterator[tuple[str, dict[str, Any] | str]]:
+    """``(FILE:LINE, parsed line or why it is not valid)`` over every non-blank line of the results files."""
+    for path in paths:
+        path = Path(path)
+        try:
+            handle = path.open(encoding="utf-8")
+        except OSError as exc:
+            raise BatchError(f"{path}: cannot read batch results ({exc.strerror or exc})") from exc
+        with handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{number}"
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    yield where, f"not JSON ({exc.msg})"
+                    continue
+                if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
+                    yield where, "not a Batch API results line (no custom_id)"
+                    continue
+                yield where, data
+
+
+def import_openai_batch(
+    results_paths: Iterable[str | Path] | str | Path,
+    retriever_or_judge: Any,
+    mapping: BatchMapping | str | Path,
+) -> ImportSummary:
+    """Read OpenAI Batch API output (and error) files into the judge's verdict cache.
+
+    Each results line is ``{"id", "custom_id", "response": {"status_code",
+    "request_id", "body": <chat completion>}, "error": {"code", "message"} |
+    null}``. A reply is read from ``choices[0].message.content`` and
+    ``choices[0].logprobs`` and recorded with :meth:`PairwiseJudge.record`,
+    so a later ``retriever.match(input)`` of an exported input makes no call.
+    A failed request (an error line, a status other than 200, an unreadable
+    reply) is reported in the summary and the others are recorded all the
+    same; export the missing pairs again to retry them.
+
+    Args:
+        results_paths: The downloaded output and error files (one path or several).
+        retriever_or_judge: The retriever (or its ``judge``) that exported the batch.
+        mapping: The export's :class:`~langchain_tag.scale.batch_api.mapping.BatchMapping`, its ``mapping.jsonl``,
+            or the export directory.
+
+    Returns:
+        What was recorded and what failed.
+
+    Raises:
+        BatchError: When a results file cannot be read, the judge has no
+            verdict cache, or it is not the judge the batch was exported with
+            (another model identity, prompt or verdict format).
+    """
+    if isinstance(results_paths, str | Path):
+        results_paths = [results_paths]
+    judge = _judge_of(retriever_or_judge)
+    if not isinstance(mapping, BatchMapping):
+        mapping = BatchMapping.load(mapping)
+    _check_judge(mapping, judge)
+    summary = ImportSummary(requests=len(mapping))
+    recorded: set[str] = set()
+    failed: dict[str, RequestFailure] = {}
+    for where, data in _results_lines(results_paths):
+        if isinstance(data, str):
+            summary.failures.append(RequestFailure(custom_id="", error=data, where=where))
+            continue
+        cid = data["custom_id"]
+        entry = mapping.entries.get(cid)
+        if entry is None:
+            summary.unknown.append(cid)
+            continue
+        if cid in recorded:
+            summary.duplicates += 1
+            continue
+        error = _record(judge, entry, data, summary)
+        if error is None:
+            recorded.add(cid)
+            failed.pop(cid, None)
+        else:
+            failed[cid] = RequestFailure(cid, error, entry.input_id, entry.rule_id, where)
+    summary.failures.extend(failed.values())
+    summary.missing = [cid for cid in mapping.entries if cid not in recorded and cid not in failed]
+    return summary
+
+
+def _record(judge: Any, entry: BatchEntry, data: Mapping[str, Any], summary: ImportSummary) -> str | None:
+    """Record one results line's reply; return why it could not be, or ``None``."""
+    reply = _reply(data)
+    if isinstance(reply, str):
+        return reply
+    judgment = judge.record(
+        entry.pair_request(),
+        reply.text,
+        reply.logprobs,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+    )
+    if judgment.error is not None:
+        return str(judgment.error)
+    summary.recorded += 1
+    summary.prompt_tokens += reply.prompt_tokens
+    summary.completion_tokens += reply.completion_tokens
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A stand-in judge model for reading results
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class BatchResultsModel(RecordedReplies):
+    """A judge model that only answers from the verdict cache: named as the batch's model, it never calls one.
+
+    Give it to the retriever that exports and imports a batch, so the cache
+    keys name the batch's model. A judgment that is not in the cache (its
+    request failed or is missing from the results) fails with a
+    :class:`~langchain_tag.scale.batch_api.ids.BatchError` naming it, and is reported as a failed judgment.
+
+    Attributes:
+        model_name: The batch's model, e.g. ``"gpt-4o-mini"`` (its identity in cache keys).
+    """
+
+    error_type: ClassVar[type[Exception]] = BatchError
+
+    @property
+    def _llm_type(self) -> str:
+        return "langchain-tag-batch-results"
+
+    @override
+    def missing_message(self) -> str:
+        return (
+            f"no reply from batch model {self.model_name!r} for this pair: its request failed or is missing "
+            "from the imported results (export it again)"
+        )

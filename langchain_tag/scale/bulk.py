@@ -1,0 +1,471 @@
+"""Bulk matching: every input of a JSONL file judged against every rule, one JSON result per input.
+
+:func:`~langchain_tag.scale.inputs.read_inputs` reads the inputs (a JSON string or
+``{"id", "text", ...}`` per line; it and the other names of
+:mod:`langchain_tag.scale.inputs` are importable from here too),
+:func:`match_corpus` (and its async twin :func:`amatch_corpus`) judges them
+input-major through an
+:class:`~langchain_tag.retrievers.ApplicabilityRetriever` and yields one
+JSON-ready result per input, in input order, and :func:`write_results` writes
+them to a JSONL file that appears whole or not at all.
+
+Resuming comes from the retriever's verdict cache: with a
+:class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache`, each judgment is
+stored as soon as its reply arrives (not only when its input is finished), so
+a job that is killed and run again makes no finished judgment again, and its
+output is byte-identical to an uninterrupted run's.
+
+Example:
+    .. code-block:: python
+
+        retriever = ApplicabilityRetriever(llm=judge, rules=rules, cache=SQLiteVerdictCache("verdicts.sqlite"))
+        write_results(match_corpus(read_inputs("inputs.jsonl"), retriever), "verdicts.jsonl")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import LLMResult
+from tqdm.auto import tqdm
+
+from langchain_tag.calls.verdict_cache import VerdictStore
+from langchain_tag.errors import JudgmentsFailedError, TagError
+from langchain_tag.rules import Rule, rule_documents, rules_from_documents
+from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, read_inputs
+
+if TYPE_CHECKING:
+    # Judgment and MatchResult as the retriever's match() is typed to return them (the matcher re-exports them).
+    from langchain_tag.judging.chat import Judgment, MatchResult
+    from langchain_tag.retrievers import ApplicabilityRetriever
+
+__all__ = [
+    "InputItem",
+    "InputsError",
+    "amatch_corpus",
+    "as_input_items",
+    "awrite_results",
+    "match_corpus",
+    "read_inputs",
+    "retriever_rules",
+    "write_results",
+]
+
+
+def retriever_rules(retriever: ApplicabilityRetriever) -> list[Rule]:
+    """The rules a retriever judges every input against (none when it draws candidates from a vector store)."""
+    return rules_from_documents(rule_documents(retriever.rules))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _p_yes(judgment: Judgment) -> float | None:
+    """A judgment's raw P(YES) (named ``probability`` before ``p_yes``)."""
+    value = getattr(judgment, "p_yes", None)
+    return value if value is not None else getattr(judgment, "probability", None)
+
+
+def result_record(item: InputItem, result: MatchResult, *, all_pairs: bool = False) -> dict[str, Any]:
+    """One input's JSON-ready result: its id, the matched rules (best score first) and the failed pairs.
+
+    Only what the verdicts determine goes in (no call or token counts, no
+    cache flags), so a resumed job writes the same bytes as a fresh one.
+
+    Args:
+        item: The input.
+        result: Its match result.
+        all_pairs: Also give every pair's decision, raw P(YES) and score, in rule order.
+    """
+    record: dict[str, Any] = {
+        "id": item.id,
+        "matched": [{"rule_id": j.rule_id, "score": j.score, "p_yes": _p_yes(j)} for j in result.matched],
+        "failed": [{"rule_id": j.rule_id, "error": j.error} for j in result.failed],
+    }
+    if all_pairs:
+        record["pairs"] = [
+            {"rule_id": j.rule_id, "applies": j.applies, "p_yes": _p_yes(j), "score": j.score} for j in result.judgments
+        ]
+    return record
+
+
+def _failure_record(item: InputItem, rules: Sequence[Rule], error: str, *, all_pairs: bool) -> dict[str, Any]:
+    """The result of an input none of whose pairs could be judged: every rule failed with ``error``."""
+    record: dict[str, Any] = {
+        "id": item.id,
+        "matched": [],
+        "failed": [{"rule_id": r.rule_id, "error": error} for r in rules],
+        "error": error,
+    }
+    if all_pairs:
+        record["pairs"] = [{"rule_id": r.rule_id, "applies": False, "p_yes": None, "score": None} for r in rules]
+    return record
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Recording each reply as it arrives, and counting it on the progress bar
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """A thread-safe judgment counter over a tqdm bar (judgments/s, ETA)."""
+
+    def __init__(self, total: int, show: bool | None, *, cached: int = 0) -> None:
+        self._bar = tqdm(
+            total=total,
+            initial=cached,  # counted, but not in the rate or the ETA
+            desc="judging",
+            unit=" judgments",
+            unit_scale=True,
+            dynamic_ncols=True,
+            smoothing=0.05,
+            leave=False,
+            disable=not show or total == 0,
+        )
+        self._lock = threading.Lock()
+
+    def advance(self, n: int = 1) -> None:
+        if n > 0:
+            with self._lock:
+                self._bar.update(n)
+
+    def input_done(self, done: int, total: int) -> None:
+        with self._lock:
+            self._bar.set_postfix_str(f"{done}/{total} inputs", refresh=False)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+class _PairRecorder(BaseCallbackHandler):
+    """Counts one input's judgments on the progress bar as their replies arrive.
+
+    Keeping the replies is the call runner's job: it stores each readable reply in the verdict cache in the
+    thread it arrives on, so a job killed in the middle of an input loses no finished judgment.
+    """
+
+    run_inline = True
+
+    def __init__(self, expected: int, progress: _Progress) -> None:
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._expected = expected
+        self.counted = 0
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        with self._lock:
+            count = self.counted < self._expected
+            self.counted += int(count)
+        if count:
+            self._progress.advance()
+
+    def settle(self) -> None:
+        """Count the judgments of this input that made no call (cached, or failed without a reply)."""
+        with self._lock:
+            rest = max(0, self._expected - self.counted)
+            self.counted = self._expected
+        self._progress.advance(rest)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The job
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Job:
+    """What every input of one bulk job shares."""
+
+    retriever: ApplicabilityRetriever
+    rules: list[Rule]
+    per_input: int
+    all_pairs: bool
+    progress: _Progress
+
+    to_judge: dict[str, int]
+    """Input id -> its judgments the verdict cache lacked when the job started (only with a progress bar)."""
+
+    @classmethod
+    def start(
+        cls, retriever: ApplicabilityRetriever, items: Sequence[InputItem], *, all_pairs: bool, show: bool | None
+    ) -> _Job:
+        rules = retriever_rules(retriever)
+        halves = 2 if retriever.judge.prompt.negation is not None else 1
+        count = len(rules) if rules else (retriever.candidates or 0)
+        per_input = count * halves
+        show = sys.stderr.isatty() if show is None else show
+        to_judge = _not_cached(retriever, items, rules) if show and rules else {}
+        total = len(items) * per_input
+        cached = total - sum(to_judge.values()) if to_judge else 0
+        progress = _Progress(total, show, cached=cached)
+        return cls(retriever, rules, per_input, all_pairs, progress, to_judge)
+
+    def recorder(self, item: InputItem) -> _PairRecorder:
+        if item.id in self.to_judge:
+            return _PairRecorder(self.to_judge[item.id], self.progress)
+        requests = self.retriever.judge.requests(item.text, self.rules) if self.rules else []
+        return _PairRecorder(len(requests), self.progress)
+
+    def finish(self, item: InputItem, outcome: MatchResult | BaseException, recorder: _PairRecorder) -> dict[str, Any]:
+        recorder.settle()
+        if isinstance(outcome, JudgmentsFailedError):
+            outcome = outcome.result
+        if isinstance(outcome, BaseException):
+            return _failure_record(item, self.rules, _one_line(outcome), all_pairs=self.all_pairs)
+        return result_record(item, outcome, all_pairs=self.all_pairs)
+
+    def run(self, item: InputItem) -> dict[str, Any]:
+        recorder = self.recorder(item)
+        try:
+            outcome: MatchResult | BaseException = self.retriever.match(item.text, callbacks=[recorder])
+        except TagError as exc:
+            outcome = exc
+        return self.finish(item, outcome, recorder)
+
+    async def arun(self, item: InputItem) -> dict[str, Any]:
+        recorder = self.recorder(item)
+        try:
+            outcome: MatchResult | BaseException = await self.retriever.amatch(item.text, callbacks=[recorder])
+        except TagError as exc:
+            outcome = exc
+        return self.finish(item, outcome, recorder)
+
+
+def _not_cached(retriever: ApplicabilityRetriever, items: Sequence[InputItem], rules: Sequence[Rule]) -> dict[str, int]:
+    """Per input id, how many of its judgments the verdict cache lacks (a resumed job's bar starts past the rest)."""
+    judge = retriever.judge
+    store = VerdictStore(judge.cache) if judge.cache is not None else None
+    counts: dict[str, int] = {}
+    for item in items:
+        requests = judge.requests(item.text, rules)
+        counts[item.id] = len(requests) if store is None else sum(not store.holds(r.key) for r in requests)
+    return counts
+
+
+def _inputs_at_once(max_concurrency: int | None, retriever: ApplicabilityRetriever, per_input: int) -> int:
+    """Inputs judged at the same time: as given, else enough to keep the retriever's judgments busy."""
+    if max_concurrency is not None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        return max_concurrency
+    return max(1, math.ceil(retriever.max_concurrency / max(per_input, 1)))
+
+
+def match_corpus(
+    inputs: Iterable[InputItem | str],
+    retriever: ApplicabilityRetriever,
+    *,
+    all_pairs: bool = False,
+    show_progress: bool | None = None,
+    max_concurrency: int | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Judge every input against the retriever's rules; yield one JSON-ready result per input, in input order.
+
+    Work goes input-major: all of one input's judgments are sent together
+    (with the retriever's ``max_concurrency``), and up to ``max_concurrency``
+    inputs are judged at a time. The first input is judged alone, so a
+    calibration's reference judgments are made once, before the others start.
+
+    Each result is ``{"id", "matched": [{"rule_id", "score", "p_yes"}],
+    "failed": [{"rule_id", "error"}]}`` (plus ``"pairs"`` with ``all_pairs``).
+    Failures are reported, never fatal: a pair whose reply could not be read
+    is listed under ``"failed"`` (and counted as NO), and an input none of
+    whose pairs could be judged (every call failed, or too long for the
+    model) gets an ``"error"`` and every rule under ``"failed"``.
+
+    With a :class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache` on the
+    retriever the job resumes: each reply is stored as it arrives, so a rerun
+    after a kill judges only what had not been judged, and yields the same
+    results.
+
+    Args:
+        inputs: The inputs (:func:`read_inputs`); a bare string gets its 1-based position as its id.
+        retriever: The retriever whose judge, rules, calibration and verdict cache are used.
+        all_pairs: Also give every pair's decision, raw P(YES) and score.
+        show_progress: Show a progress bar of judgments (rate and ETA) on stderr; ``None`` when stderr is a terminal.
+        max_concurrency: Most inputs judged at the same time; ``None`` takes enough to keep about
+            the retriever's ``max_concurrency`` judgments in flight.
+
+    Yields:
+        One result per input, in input order.
+
+    Raises:
+        InputsError: On an empty input or an id given twice.
+    """
+    items = as_input_items(inputs)  # checked now, before the first result is asked for
+    _inputs_at_once(max_concurrency, retriever, 1)
+    return _match_items(items, retriever, all_pairs, show_progress, max_concurrency)
+
+
+def _match_items(
+    items: list[InputItem],
+    retriever: ApplicabilityRetriever,
+    all_pairs: bool,
+    show_progress: bool | None,
+    max_concurrency: int | None,
+) -> Iterator[dict[str, Any]]:
+    job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
+    width = _inputs_at_once(max_concurrency, retriever, job.per_input)
+    try:
+        for done, record in enumerate(_run_in_order(items, job.run, width), start=1):
+            job.progress.input_done(done, len(items))
+            yield record
+    finally:
+        job.progress.close()
+
+
+def _run_in_order(
+    items: Sequence[InputItem], run: Callable[[InputItem], dict[str, Any]], width: int
+) -> Iterator[dict[str, Any]]:
+    """``run`` over the items, the first alone, then up to ``width`` at a time; results in item order."""
+    if not items:
+        return
+    yield run(items[0])
+    rest = iter(items[1:])
+    if width == 1:
+        yield from map(run, rest)
+        return
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="tag-bulk") as pool:
+        window: deque[Future[dict[str, Any]]] = deque()
+        try:
+            for item in rest:
+                window.append(pool.submit(run, item))
+                if len(window) >= width:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        finally:
+            for future in window:
+                future.cancel()
+
+
+def amatch_corpus(
+    inputs: Iterable[InputItem | str],
+    retriever: ApplicabilityRetriever,
+    *,
+    all_pairs: bool = False,
+    show_progress: bool | None = None,
+    max_concurrency: int | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """Async twin of :func:`match_corpus`."""
+    items = as_input_items(inputs)
+    _inputs_at_once(max_concurrency, retriever, 1)
+    return _amatch_items(items, retriever, all_pairs, show_progress, max_concurrency)
+
+
+async def _amatch_items(
+    items: list[InputItem],
+    retriever: ApplicabilityRetriever,
+    all_pairs: bool,
+    show_progress: bool | None,
+    max_concurrency: int | None,
+) -> AsyncIterator[dict[str, Any]]:
+    job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
+    width = _inputs_at_once(max_concurrency, retriever, job.per_input)
+    try:
+        done = 0
+        async for record in _arun_in_order(items, job.arun, width):
+            done += 1
+            job.progress.input_done(done, len(items))
+            yield record
+    finally:
+        job.progress.close()
+
+
+async def _arun_in_order(items: Sequence[InputItem], run: Any, width: int) -> AsyncIterator[dict[str, Any]]:
+    """Async twin of :func:`_run_in_order`."""
+    if not items:
+        return
+    yield await run(items[0])
+    window: deque[asyncio.Task[dict[str, Any]]] = deque()
+    try:
+        for item in items[1:]:
+            window.append(asyncio.ensure_future(run(item)))
+            if len(window) >= width:
+                yield await window.popleft()
+        while window:
+            yield await window.popleft()
+    finally:
+        for task in window:
+            task.cancel()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _dumps(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _partial_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.partial")
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[TextIO]:
+    """A handle on ``path``'s partial file, renamed over ``path`` when the block ends; removed if it raises."""
+    partial = _partial_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def write_results(results: Iterable[Mapping[str, Any]], path: str | Path) -> int:
+    """Write results as JSONL, one per line; the file appears whole or not at all.
+
+    Lines go to a hidden ``.NAME.partial`` file beside ``path`` as they come,
+    which replaces ``path`` once the last one is written; when the results
+    stop with an error (or an interrupt), the partial file is removed and
+    ``path`` is left as it was.
+
+    Args:
+        results: JSON-ready results (:func:`match_corpus`).
+        path: The JSONL file to write.
+
+    Returns:
+        How many results were written.
+    """
+    count = 0
+    with _replacing(Path(path)) as handle:
+        for record in results:
+            handle.write(_dumps(record))
+            count += 1
+    return count
+
+
+async def awrite_results(results: AsyncIterable[Mapping[str, Any]], path: str | Path) -> int:
+    """Async twin of :func:`write_results`."""
+    count = 0
+    with _replacing(Path(path)) as handle:
+        async for record in results:
+            handle.write(_dumps(record))
+            count += 1
+    return count

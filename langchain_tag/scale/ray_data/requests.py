@@ -1,0 +1,121 @@
+"""The pipeline's pure steps: a judge request as a chat-completions body, and a response read back.
+
+No Ray here: :func:`chat_request_body` is the preprocess and
+:func:`read_chat_response` the postprocess of the Ray Data pipeline that
+:mod:`langchain_tag.scale.ray_data.processor` builds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_tag.errors import ParseError
+from langchain_tag.judging.pairs import read_reply
+
+__all__ = ["OUTPUT_COLUMNS", "TOP_LOGPROBS", "chat_request_body", "read_chat_response"]
+
+TOP_LOGPROBS = 5
+"""``top_logprobs`` asked for, as the in-process judge asks."""
+
+OUTPUT_COLUMNS = ("order", "key", "request", "text", "logprobs", "p_yes", "prompt_tokens", "completion_tokens", "error")
+"""The columns of each pipeline output row (what :func:`read_chat_response` adds to ``order``, ``key``, ``request``)."""
+
+
+def chat_request_body(
+    request: Mapping[str, Any],
+    *,
+    model: str,
+    max_tokens: int | None = 1,
+    top_logprobs: int = TOP_LOGPROBS,
+    extra_body: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The OpenAI chat-completions body for one request (the pipeline's preprocess).
+
+    Args:
+        request: A :class:`~langchain_tag.judging.pairs.PairRequest` as :meth:`~PairRequest.to_dict` gives it.
+        model: The model name the endpoint serves.
+        max_tokens: The reply cap: 1 for one-word verdicts, ``None`` for none (JSON verdicts).
+        top_logprobs: How many first-token candidates to ask for.
+        extra_body: More fields for the body (for example ``{"cache_prompt": True}`` for llama.cpp).
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": str(m["role"]), "content": str(m["content"])} for m in request["messages"]],
+        "temperature": 0,
+        "logprobs": True,
+        "top_logprobs": top_logprobs,
+    }
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    body.update(extra_body or {})
+    return body
+
+
+def read_chat_response(status: int, body: str, transport_error: str = "") -> dict[str, Any]:
+    """Read one chat-completions response (the pipeline's postprocess).
+
+    Args:
+        status: The HTTP status (0 when no response came).
+        body: The response body.
+        transport_error: Why no response came, if none did.
+
+    Returns:
+        ``text`` (the reply), ``logprobs`` (the first choice's logprobs
+        object as JSON, ``""`` without), ``p_yes`` (from
+        :func:`~langchain_tag.judging.pairs.read_reply`, ``None`` for a text
+        verdict), ``prompt_tokens``, ``completion_tokens`` and ``error``
+        (``""`` when the reply was read).
+    """
+    row: dict[str, Any] = {
+        "text": "",
+        "logprobs": "",
+        "p_yes": None,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "error": "",
+    }
+    if transport_error:
+        row["error"] = transport_error
+        return row
+    if not 200 <= status < 300:
+        row["error"] = f"HTTP {status}: {_preview(body)}"
+        return row
+    try:
+        data = json.loads(body)
+        choice = data["choices"][0]
+        text = choice["message"].get("content") or ""
+        logprobs = choice.get("logprobs")
+        usage = data.get("usage") or {}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        row["error"] = f"unreadable response: {_preview(body)}"
+        return row
+    row["text"] = text
+    row["logprobs"] = json.dumps(logprobs) if logprobs is not None else ""
+    row["prompt_tokens"] = int(usage.get("prompt_tokens") or 0)
+    row["completion_tokens"] = int(usage.get("completion_tokens") or 0)
+    try:
+        row["p_yes"] = read_reply(text, logprobs).probability
+    except ParseError as exc:
+        row["error"] = str(exc)
+    return row
+
+
+def _preview(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "...")
+
+
+def preprocess_row(row: dict[str, Any], *, model: str, max_tokens: int | None, extra_body: dict[str, Any]) -> dict:
+    return {
+        "payload": chat_request_body(
+            json.loads(row["request"]), model=model, max_tokens=max_tokens, extra_body=extra_body
+        )
+    }
+
+
+def postprocess_row(row: dict[str, Any]) -> dict[str, Any]:
+    response = row["http_response"]
+    read = read_chat_response(int(response["status"]), str(response["body"]), str(response["error"]))
+    return {"order": row["order"], "key": row["key"], "request": row["request"], **read}
