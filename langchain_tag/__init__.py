@@ -21,7 +21,8 @@ from langchain_tag.errors import (
 from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import ExtractionReport, ExtractionResult, RuleDocumentTransformer
 from langchain_tag.graph import build_tag_graph
-from langchain_tag.judging.chat import Judgment, MatchResult, PairwiseJudge
+from langchain_tag.judging.chat import ChatJudge
+from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import (
     Rule,
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AllRulesRetriever",
     "ApplicabilityRetriever",
+    "ChatJudge",
     "DocumentLoadError",
     "ExtractionReport",
     "ExtractionResult",
@@ -46,7 +48,6 @@ __all__ = [
     "JudgmentsFailedError",
     "MatchResult",
     "MissingExtraError",
-    "PairwiseJudge",
     "ParseError",
     "ProviderError",
     "RelevanceRetriever",

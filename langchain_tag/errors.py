@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from langchain_tag.judging.chat import MatchResult
+    from langchain_tag.judging.results import MatchResult
 
 __all__ = [
     "DocumentLoadError",

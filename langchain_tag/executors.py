@@ -18,8 +18,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from langchain_tag.deprecation import renamed_argument
-
 __all__ = [
     "EXECUTOR_PROMPTS",
     "ExecutorPrompt",
@@ -161,24 +159,19 @@ def executor_messages(
     *,
     executor: str | ExecutorPrompt = "generic",
     unit_kind: UnitKind = "rules",
-    domain: str | ExecutorPrompt | None = None,
 ) -> list[BaseMessage]:
-    """The executor prompt for one input and its reference units (``domain=``: deprecated name of ``executor=``)."""
-    executor = renamed_argument("executor_messages", "domain", "executor", domain, executor, "generic")
+    """The executor prompt for one input and its reference units."""
     prompt = resolve_executor_prompt(executor)
     return prompt.messages(query, format_units(documents, unit_kind), unit_kind)
 
 
-def executor_chain(
-    llm: BaseChatModel, *, executor: str | ExecutorPrompt = "generic", domain: str | ExecutorPrompt | None = None
-) -> Runnable[dict[str, Any], str]:
+def executor_chain(llm: BaseChatModel, *, executor: str | ExecutorPrompt = "generic") -> Runnable[dict[str, Any], str]:
     """A runnable ``{"input", "documents", "unit_kind"} -> str`` with one executor prompt.
 
     Args:
         llm: The executor model.
         executor: A key of :data:`~langchain_tag.executors.EXECUTOR_PROMPTS` (``"generic"``, ``"code_review"``)
             or an :class:`~langchain_tag.executors.ExecutorPrompt`.
-        domain: Deprecated name of ``executor``.
 
     Example:
         >>> from langchain_tag.testing import FakeChatModel
@@ -186,7 +179,6 @@ def executor_chain(
         >>> chain.invoke({"input": "some text", "documents": [], "unit_kind": "none"})
         'done'
     """
-    executor = renamed_argument("executor_chain", "domain", "executor", domain, executor, "generic")
     prompt = resolve_executor_prompt(executor)
 
     def build(inputs: dict[str, Any]) -> list[BaseMessage]:

@@ -19,7 +19,6 @@ stay out of ``stream_mode="messages"``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -32,11 +31,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from langchain_tag.deprecation import renamed_argument
 from langchain_tag.executors import ExecutorPrompt, UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.judging.chat import ChatRunnable
-from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule, rule_documents
 
@@ -86,32 +83,11 @@ def _searchable(doc: Document) -> Document:
     return Document(page_content=text, metadata=dict(doc.metadata), id=doc.id)
 
 
-_JUDGE_OPTIONS = ("predicate", "threshold", "max_concurrency", "strict", "reference_inputs", "cache")
-"""Retriever options ``make_retriever`` and ``build_tag_graph`` took before they took a configured retriever."""
-
-
-def _legacy_options(owner: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The judge options still passed the old way, with a deprecation warning; unknown ones refused."""
-    unknown = sorted(set(options) - set(_JUDGE_OPTIONS))
-    if unknown:
-        raise TypeError(f"{owner}() got unexpected keyword argument(s): {', '.join(unknown)}")
-    given = {key: value for key, value in options.items() if not (key == "cache" and value == "default")}
-    if given:
-        warnings.warn(
-            f"{owner}({', '.join(f'{key}=' for key in given)}) is deprecated: configure an ApplicabilityRetriever "
-            f"and pass it as retriever=",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    return given
-
-
 def _judged(
     mode: str,
     rules: Sequence[Document],
     template: ApplicabilityRetriever | None,
     judge_llm: ChatRunnable | None,
-    options: dict[str, Any],
 ) -> ApplicabilityRetriever:
     """The ``tag`` or ``relevance`` retriever over ``rules``, with the settings of ``template`` when given."""
     settings: dict[str, Any] = {}
@@ -121,7 +97,6 @@ def _judged(
         raise ValueError(f"mode {mode!r} needs a judge model: pass retriever= or judge_llm=")
     else:
         settings["llm"] = judge_llm
-    settings.update(options)
     if mode == "relevance":
         settings.pop("reference_inputs", None)
         settings["predicate"] = "relevance"
@@ -138,7 +113,6 @@ def make_retriever(
     documents: Sequence[Document] = (),
     embeddings: Embeddings | None = None,
     k: int = 10,
-    **deprecated: Any,
 ) -> tuple[BaseRetriever | None, UnitKind]:
     """The retriever of one mode and the kind of unit it returns: the single place modes are built.
 
@@ -153,8 +127,6 @@ def make_retriever(
         documents: Source documents, chunked for ``similarity``.
         embeddings: Embeddings for ``similarity``.
         k: Top-k of ``similarity``.
-        **deprecated: ``predicate``, ``threshold``, ``max_concurrency``, ``strict``, ``reference_inputs``,
-            ``cache``: set them on the retriever instead (accepted for one release, with a warning).
 
     Returns:
         ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and for a judged mode with no rules.
@@ -164,17 +136,13 @@ def make_retriever(
         MissingExtraError: ``similarity`` without the ``chroma`` extra.
     """
     _check_mode(mode)
-    options = _legacy_options("make_retriever", deprecated)
     docs = rule_documents(rules) if rules else (rule_documents(retriever.rules) if retriever is not None else [])
     if mode in ("tag", "relevance"):
-        if mode == "relevance":
-            options.pop("predicate", None)
-            options.pop("reference_inputs", None)
         if not docs:
             if retriever is None and judge_llm is None:
                 raise ValueError(f"mode {mode!r} needs a judge model: pass retriever= or judge_llm=")
             return None, "rules"
-        return _judged(mode, docs, retriever, judge_llm, options), "rules"
+        return _judged(mode, docs, retriever, judge_llm), "rules"
     if mode == "all_rules":
         return AllRulesRetriever(rules=list(docs)), "rules"
     if mode == "similarity":
@@ -210,7 +178,6 @@ class _Pipeline:
         extractor: RuleDocumentTransformer | None,
         embeddings: Embeddings | None,
         k: int,
-        options: dict[str, Any],
     ) -> None:
         self.llm = llm
         self.template = retriever if isinstance(retriever, ApplicabilityRetriever) else None
@@ -223,7 +190,6 @@ class _Pipeline:
         self.extractor = extractor
         self.embeddings = embeddings
         self.k = k
-        self.options = options
         self.executor = executor_chain(llm, executor=executor)
         self._similarity: Any = None
         self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
@@ -272,11 +238,7 @@ class _Pipeline:
             return make_retriever(mode, rules=rules)
         if not rules:
             return None, "rules"
-        options = dict(self.options)
-        if mode == "relevance":
-            options.pop("predicate", None)
-            options.pop("reference_inputs", None)
-        return _judged(mode, rules, self.template, self.judge_llm, options), "rules"
+        return _judged(mode, rules, self.template, self.judge_llm), "rules"
 
     def _mode(self, state: TagState, config: RunnableConfig) -> str:
         mode = state.get("mode") or (config.get("configurable") or {}).get("mode") or self.mode
@@ -320,9 +282,6 @@ def build_tag_graph(
     k: int = 10,
     checkpointer: Any = None,
     unit_kind: UnitKind = "rules",
-    domain: str | ExecutorPrompt | None = None,
-    judge_predicate: str | JudgePrompt | None = None,
-    **deprecated: Any,
 ) -> CompiledStateGraph:
     """Compile the extract -> retrieve -> execute graph.
 
@@ -343,20 +302,12 @@ def build_tag_graph(
         k: Top-k of the similarity mode.
         checkpointer: Optional LangGraph checkpointer.
         unit_kind: What a retriever other than an ``ApplicabilityRetriever`` returns: ``"rules"`` or ``"chunks"``.
-        domain: Deprecated name of ``executor``.
-        judge_predicate: Deprecated: set ``predicate`` on the retriever.
-        **deprecated: ``threshold``, ``max_concurrency``, ``strict``, ``reference_inputs``, ``cache``: set them
-            on the retriever (accepted for one release, with a warning).
 
     Returns:
         A compiled graph; ``graph.invoke({"input": ...})`` returns the state with ``output``, ``retrieved`` (what
         the executor saw) and ``unit_kind``.
     """
     _check_mode(mode)
-    executor = renamed_argument("build_tag_graph", "domain", "executor", domain, executor, "generic")
-    if judge_predicate is not None:
-        deprecated["predicate"] = judge_predicate
-    options = _legacy_options("build_tag_graph", deprecated)
     if rules is None and isinstance(retriever, ApplicabilityRetriever):
         rules = rule_documents(retriever.rules)
     if rules is None and not documents and retriever is None:
@@ -373,7 +324,6 @@ def build_tag_graph(
         extractor=extractor,
         embeddings=embeddings,
         k=k,
-        options=options,
     )
     graph = StateGraph(TagState)
     graph.add_node("retrieve", RunnableLambda(pipeline.retrieve, afunc=pipeline.aretrieve, name="retrieve"))

@@ -28,8 +28,12 @@ from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache
 from langchain_tag.errors import JudgmentsFailedError
 from langchain_tag.judging.calibration.scorer import Calibration, LabelledFit
 from langchain_tag.judging.calibration.scorer import Method as CalibrationMethod
-from langchain_tag.judging.chat import ChatRunnable, JudgeState, MatchResult, PairwiseJudge
+from langchain_tag.judging.chat import ChatJudge, ChatRunnable
+from langchain_tag.judging.decision_api import BaseDecisionModel, is_decision_model
+from langchain_tag.judging.decisions import DecisionJudge
+from langchain_tag.judging.judge import Judge, JudgeState
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
+from langchain_tag.judging.results import MatchResult
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever", "verdict_documents"]
@@ -38,7 +42,6 @@ __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever", 
 VERDICT_KEY = "tag_verdict"
 SCORE_KEY = "tag_score"
 P_YES_KEY = "tag_p_yes"
-RAW_SCORE_KEY = "tag_raw_score"  # the deprecated name of tag_p_yes, kept for one release
 PREDICATE_KEY = "tag_predicate"
 FAILED_KEY = "tag_failed_rule_ids"
 
@@ -113,7 +116,7 @@ def verdict_documents(
     Each is a copy of the rule document given, with its ``page_content``, ``id``
     and metadata kept and the verdict keys added: ``tag_verdict``,
     ``tag_predicate``, ``tag_score`` (calibrated) and ``tag_p_yes`` (raw P(YES))
-    when known (``tag_raw_score``: the same, its deprecated name), and
+    when known, and
     ``tag_failed_rule_ids`` when some judgment failed.
     """
     failed = ",".join(j.rule_id for j in result.failed)
@@ -127,7 +130,7 @@ def verdict_documents(
         if judgment.score is not None:
             doc.metadata[SCORE_KEY] = judgment.score
         if judgment.p_yes is not None:
-            doc.metadata[P_YES_KEY] = doc.metadata[RAW_SCORE_KEY] = judgment.p_yes
+            doc.metadata[P_YES_KEY] = judgment.p_yes
         if failed:
             doc.metadata[FAILED_KEY] = failed
         docs.append(doc)
@@ -139,7 +142,7 @@ class _CalibratesFromExamples:
 
     calibration: Calibration | Literal["default"] | None
 
-    def _judge(self, **overrides: Any) -> PairwiseJudge:
+    def _judge(self, **overrides: Any) -> Judge:
         raise NotImplementedError
 
     def _candidates(self, query: str) -> list[Rule]:
@@ -204,7 +207,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     """Retrieve the rules whose condition the query satisfies.
 
     One judgment per (query, rule) pair, sent with ``max_concurrency`` through
-    a :class:`~langchain_tag.judging.chat.PairwiseJudge`, which the retriever builds
+    a :class:`~langchain_tag.judging.judge.Judge`, which the retriever builds
     from its fields at every call: change a field after construction
     (``retriever.threshold = 0.9``) and the next call uses it. The judge sees
     each rule's condition, never its action.
@@ -230,10 +233,12 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
 
-    llm: ChatRunnable
+    llm: ChatRunnable | BaseDecisionModel
     """The judge: a chat model or a runnable built from one (``llm.bind(logprobs=True, top_logprobs=5,
-    max_tokens=1)``, ``.with_retry()``, ``.with_fallbacks([...])``); a bare OpenAI-compatible model gets
-    logprobs and a one-token cap bound (:func:`~langchain_tag.judging.chat.configure_judge`)."""
+    max_tokens=1)``, ``.with_retry()``, ``.with_fallbacks([...])``; a bare OpenAI-compatible model gets
+    logprobs and a one-token cap bound, :func:`~langchain_tag.judging.chat.configure_judge`), or a LangChain
+    decision model (``BaseDecisionModel``, ``OpenAIDecisions``), which judges each input's rules in one request
+    (:class:`~langchain_tag.judging.decisions.DecisionJudge`)."""
     rules: Sequence[Document | Rule] = Field(default_factory=list)
     """Rule documents (any ``Document`` carrying the rule metadata keys) or :class:`~langchain_tag.rules.Rule`
     objects."""
@@ -321,7 +326,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         return cls(llm=llm, rules=_stored_documents(vectorstore), **kwargs)
 
     # ------------------------------------------------------------------ the judge, from the fields
-    def _judge(self, **overrides: Any) -> PairwiseJudge:
+    def _judge(self, **overrides: Any) -> Judge:
         """A judge with this retriever's current settings (and this call's overrides), sharing its state."""
         settings: dict[str, Any] = {
             "verdict_format": self.verdict_format,
@@ -334,10 +339,11 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             "reference_inputs": self.reference_inputs,
         }
         settings.update(overrides)
-        return PairwiseJudge(self.llm, self.predicate, state=self._state, **settings)
+        judge_class: type[Judge] = DecisionJudge if is_decision_model(self.llm) else ChatJudge
+        return judge_class(self.llm, self.predicate, state=self._state, **settings)
 
     @property
-    def judge(self) -> PairwiseJudge:
+    def judge(self) -> Judge:
         """The pairwise judge as the next call will use it: its ``calibration``, ``decision_threshold``,
         ``reference_log_odds``, and the pure ``requests``/``record`` steps for other engines."""
         return self._judge()

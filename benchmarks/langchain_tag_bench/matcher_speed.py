@@ -68,7 +68,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.chat import PairwiseJudge
+from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
 from langchain_tag.judging.read import parse_verdict
 from langchain_tag.local.server import read_metrics
@@ -399,10 +399,10 @@ def run_methods(
     prompt = JUDGE_PROMPTS["applicability"]
     # As ApplicabilityRetriever ships it, but scoring raw P(YES): a calibration's reference judgments (8 per rule
     # for the shipped default) are a one-off per rule set, and would land in the first input's time.
-    tag_judge = PairwiseJudge(judge, prompt, max_concurrency=8, calibration=None)
+    tag_judge = ChatJudge(judge, prompt, max_concurrency=8, calibration=None)
     chain_filter = LLMChainFilter.from_llm(chat)
     documents = rule_documents(rules)
-    fewshot = PairwiseJudge(judge, JUDGE_PROMPTS["applicability-fewshot"], max_concurrency=8, calibration=None)
+    fewshot = ChatJudge(judge, JUDGE_PROMPTS["applicability-fewshot"], max_concurrency=8, calibration=None)
     costs = {name: MethodCost(name) for name in ("tag", "tag_fewshot", "llm_chain_filter", "naive", "limit")}
     remote: list[dict[str, float]] = []
     for number, (key, text, gold) in enumerate(items):
@@ -544,7 +544,7 @@ def scaling(
     ms: Sequence[int],
     lengths: Sequence[int],
 ) -> None:
-    tag_judge = PairwiseJudge(judge, "applicability", max_concurrency=8, calibration=None)
+    tag_judge = ChatJudge(judge, "applicability", max_concurrency=8, calibration=None)
     print(
         "\n| rules M | input tokens | (a) s | (a) s / judgment | (d) s | (a)/(d) | tokens evaluated (a) | needed (d) |"
     )

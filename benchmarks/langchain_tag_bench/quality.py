@@ -1260,14 +1260,14 @@ def _select(
         for j in result.judgments:
             entry: dict[str, Any] = {
                 "rule_id": j.rule_id,
-                "p_yes": j.probability,
+                "p_yes": j.p_yes,
                 "score": j.score,
                 "applies": j.applies,
             }
-            if method.kind in ("tag-fitted", "tag-domain") and j.probability is not None and j.error is None:
+            if method.kind in ("tag-fitted", "tag-domain") and j.p_yes is not None and j.error is None:
                 reference, spread = judge.reference_log_odds(rules_by_id[j.rule_id])
                 if reference is not None:
-                    entry["feature"] = round(judge.calibration.feature(j.probability, reference, spread), 6)  # type: ignore[union-attr]
+                    entry["feature"] = round(judge.calibration.feature(j.p_yes, reference, spread), 6)  # type: ignore[union-attr]
             if j.error:
                 entry["error"] = j.error
             judgments.append(entry)

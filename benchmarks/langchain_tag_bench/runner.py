@@ -45,7 +45,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from langchain_tag.executors import UnitKind
-from langchain_tag.judging.chat import MatchResult
+from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag_bench.methods import Method
@@ -337,7 +337,7 @@ class _Selector:
             "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens,
             "failed": [j.rule_id for j in result.failed],
-            "p_yes": {j.rule_id: j.probability for j in result.judgments},
+            "p_yes": {j.rule_id: j.p_yes for j in result.judgments},
             "matched": [j.rule_id for j in result.matched],
             "seconds": round(time.perf_counter() - start, 3),
         }

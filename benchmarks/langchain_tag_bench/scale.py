@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
-from langchain_tag.judging.pairs import MatchResult
+from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -51,7 +51,8 @@ class Request(Generic[T]):
     """One model call to make.
 
     Attributes:
-        messages: The prompt.
+        messages: The model's input: chat messages (LangChain messages or OpenAI-style dicts, sent as they
+            are), or a decision model's request.
         parse: Reads the reply; raises :class:`~langchain_tag.errors.ParseError` when it cannot.
         key: The store key (``None``: not stored).
         run_name: The call's run name in traces.
@@ -59,8 +60,8 @@ class Request(Generic[T]):
         metadata: Metadata of the call's run.
     """
 
-    messages: list[BaseMessage]
-    parse: Callable[[BaseMessage], T]
+    messages: Any
+    parse: Callable[[Any], T]
     key: str | None = None
     run_name: str | None = None
     tags: list[str] = field(default_factory=list)
@@ -224,12 +225,12 @@ class CallRunner:
             # A transport fault the model's client already retried is not sent again.
             return not (is_transient(reply) and client_retries(self.model))
         outcome.fault = None
-        if isinstance(reply, AIMessage) and reply.usage_metadata:
-            outcome.prompt_tokens += reply.usage_metadata.get("input_tokens", 0)
-            outcome.completion_tokens += reply.usage_metadata.get("output_tokens", 0)
-        outcome.reply = message_text(reply)
+        tokens_in, tokens_out = _usage(reply)
+        outcome.prompt_tokens += tokens_in
+        outcome.completion_tokens += tokens_out
+        outcome.reply = message_text(reply) if isinstance(reply, BaseMessage | str) else ""
         try:
-            outcome.value = request.parse(reply)
+            outcome.value = _read(request, reply)
         except ParseError as exc:
             outcome.error = str(exc)
             return True
@@ -246,6 +247,29 @@ class CallRunner:
         if any(outcomes[i].fault is not None for i in pending):
             return pending, backoff_delay(attempt, base=self.retry_backoff)
         return pending, 0.0
+
+
+_READ: dict[int, tuple[Any, Any]] = {}
+"""Replies a keeper has read as they arrived, by the reply object's id (with the reply, so the id stays its own)."""
+
+
+def _read(request: Request[T], reply: Any) -> T:
+    """The reply read by ``request``'s parser: the keeper's reading when it already made one, else read now."""
+    kept = _READ.pop(id(reply), None)
+    if kept is not None and kept[0] is reply:
+        return kept[1]  # type: ignore[no-any-return]
+    return request.parse(reply)
+
+
+def _usage(reply: Any) -> tuple[int, int]:
+    """Input and output tokens a reply reports: a chat message's ``usage_metadata``, or another reply's ``usage``."""
+    if isinstance(reply, AIMessage):
+        usage: Any = reply.usage_metadata or {}
+    else:
+        usage = getattr(reply, "usage", None) or {}
+    if not isinstance(usage, Mapping):
+        usage = {"input_tokens": getattr(usage, "input_tokens", 0), "output_tokens": getattr(usage, "output_tokens", 0)}
+    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
 
 
 class _Keeper(BaseCallbackHandler):
@@ -276,6 +300,7 @@ class _Keeper(BaseCallbackHandler):
         except (ParseError, KeyError, TypeError, ValueError, AttributeError):
             return
         self.store.put(self.request, outcome)
+        _READ[id(reply)] = (reply, outcome.value)  # the runner takes this reading instead of parsing again
 
 
 def _with_keeper(callbacks: Callbacks, store: RunnerStore | None, request: Request[Any]) -> Callbacks:

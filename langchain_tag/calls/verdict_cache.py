@@ -198,13 +198,22 @@ class VerdictStore:
         hit = self.cache.get(key)
         return hit is not None and _usable(hit.probability)
 
-    def get(self, request: Request[Any]) -> Outcome[Any] | None:
-        hit = self.cache.get(request.key) if request.key is not None else None
+    def lookup(self, key: str) -> Outcome[Verdict] | None:
+        """The finished outcome cached under ``key`` (``stored=True``), or ``None``."""
+        hit = self.cache.get(key)
         if hit is None or not _usable(hit.probability):
             return None
         return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
 
+    def keep(self, key: str, verdict: Verdict, reply: str) -> None:
+        """Cache ``verdict`` (read from ``reply``) under ``key``."""
+        self.cache.put(key, CachedVerdict(verdict.applies, verdict.probability, reply))
+
+    def get(self, request: Request[Any]) -> Outcome[Any] | None:
+        """The finished outcome cached for ``request``, or ``None``."""
+        return self.lookup(request.key) if request.key is not None else None
+
     def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
-        verdict = outcome.value
-        if request.key is not None and verdict is not None:
-            self.cache.put(request.key, CachedVerdict(verdict.applies, verdict.probability, outcome.reply))
+        """Cache a readable outcome just received for ``request``."""
+        if request.key is not None and outcome.value is not None:
+            self.keep(request.key, outcome.value, outcome.reply)

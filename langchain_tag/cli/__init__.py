@@ -1,0 +1,1 @@
+"""The ``langchain-tag`` command line and its demo."""

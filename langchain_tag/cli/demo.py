@@ -145,7 +145,7 @@ def run_demo(
         result = retriever.match(code)
         row.seconds_match = time.perf_counter() - t0
         by_id = {r.rule_id: r for r in rules}
-        row.matched = [(j.rule_id, by_id[j.rule_id].rule_name, j.score, j.probability) for j in result.matched]
+        row.matched = [(j.rule_id, by_id[j.rule_id].rule_name, j.score, j.p_yes) for j in result.matched]
         row.judgments, row.failed = len(result.judgments), len(result.failed)
         rejected = [j for j in result.judgments if not j.applies and j.score is not None]
         row.near_misses = [(j.rule_id, j.score or 0.0) for j in sorted(rejected, key=lambda j: -(j.score or 0))[:2]]

@@ -165,7 +165,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
                         "rule_id": j.rule_id,
                         "rule_name": by_id[j.rule_id].rule_name,
                         "score": j.score,
-                        "p_yes": j.probability,
+                        "p_yes": j.p_yes,
                         "action": by_id[j.rule_id].action,
                     }
                     for j in matched
@@ -175,7 +175,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
         )
     else:
         for j in matched:
-            score = "" if j.score is None else f"  score={j.score:.2f} P(YES)={j.probability:.2f}"
+            score = "" if j.score is None else f"  score={j.score:.2f} P(YES)={j.p_yes:.2f}"
             print(f"{j.rule_id}  {by_id[j.rule_id].rule_name}{score}")
         print(
             f"{len(matched)} of {len(rules)} rules apply ({result.calls} calls, "

@@ -177,8 +177,10 @@ _CAPTION_WORDS = re.compile(
 
 
 def is_example_caption(sentence: str) -> bool:
-    """Whether ``sentence`` captions examples: up to three words ending in a colon, with a word such as "yes",
-    "wrong", "not" or "this" ("Yes:", "Rather not:", "Don't do this:").
+    """Whether ``sentence`` captions examples.
+
+    A caption is up to three words ending in a colon, with a word such as
+    "yes", "wrong", "not" or "this" ("Yes:", "Rather not:", "Don't do this:").
 
     Style guides put such captions before good and bad examples; the norm is
     in the sentence the examples illustrate, never in the caption. A short
@@ -252,9 +254,11 @@ def describes_document(sentence: str) -> bool:
 def veto_uncued_labels(
     sentences: Sequence[str], labels: Sequence[str], normative: frozenset[str], *, where: str, notes: list[str]
 ) -> list[str]:
-    """Relabel as background each sentence labelled normative that has no normative wording and reads as a fact,
-    each example caption (:func:`is_example_caption`) and each sentence about the document itself
-    (:func:`describes_document`).
+    """Relabel as background the sentences labelled normative that state no norm.
+
+    These are the sentences labelled normative that have no normative wording
+    and read as a fact, each example caption (:func:`is_example_caption`) and
+    each sentence about the document itself (:func:`describes_document`).
 
     Args:
         sentences: The sentences' text.

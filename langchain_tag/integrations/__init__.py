@@ -1,0 +1,1 @@
+"""Optional LangChain integrations: document loaders and a similarity-search baseline."""

@@ -48,7 +48,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from typing_extensions import Self, override
 
-from langchain_tag.judging.pairs import Judgment, MatchResult
+from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 

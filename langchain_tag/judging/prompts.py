@@ -52,7 +52,7 @@ class JudgePrompt:
         negation: A twin prompt that asks the opposite question (the rule's
             condition negated). With one, every pair is judged twice and its
             score is the contrast of the two answers
-            (:class:`~langchain_tag.judging.chat.PairwiseJudge`): a small judge's
+            (:class:`~langchain_tag.judging.chat.ChatJudge`): a small judge's
             leaning towards YES, and an input that lifts every answer, count
             on both sides and cancel.
     """

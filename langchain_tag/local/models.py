@@ -419,9 +419,13 @@ def _deadline_streams(lib: Any) -> tuple[type, type]:
             self.inner, self.deadline, self.request, self.total = inner, deadline, request, total
 
         def expired(self) -> BaseException:
-            return lib.ReadTimeout(f"the reply did not complete within {self.total:g} s", request=self.request)
+            error: BaseException = lib.ReadTimeout(
+                f"the reply did not complete within {self.total:g} s", request=self.request
+            )
+            return error
 
-    class SyncDeadlineStream(_Deadline, lib.SyncByteStream):
+    # The bases come from the library module found at run time, so mypy sees them as Any.
+    class SyncDeadlineStream(_Deadline, lib.SyncByteStream):  # type: ignore[misc]
         def __iter__(self) -> Any:
             for chunk in self.inner:
                 if time.monotonic() > self.deadline:
@@ -431,7 +435,7 @@ def _deadline_streams(lib: Any) -> tuple[type, type]:
         def close(self) -> None:
             self.inner.close()
 
-    class AsyncDeadlineStream(_Deadline, lib.AsyncByteStream):
+    class AsyncDeadlineStream(_Deadline, lib.AsyncByteStream):  # type: ignore[misc]
         async def __aiter__(self) -> Any:
             chunks = self.inner.__aiter__()
             while True:

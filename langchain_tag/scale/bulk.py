@@ -49,7 +49,7 @@ from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, r
 
 if TYPE_CHECKING:
     # Judgment and MatchResult as the retriever's match() is typed to return them (the matcher re-exports them).
-    from langchain_tag.judging.chat import Judgment, MatchResult
+    from langchain_tag.judging.results import Judgment, MatchResult
     from langchain_tag.retrievers import ApplicabilityRetriever
 
 __all__ = [

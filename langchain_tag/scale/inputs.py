@@ -27,6 +27,11 @@ __all__ = ["InputItem", "InputsError", "as_input_items", "read_inputs"]
 class InputsError(TagError, ValueError):
     """The inputs of a bulk job are not usable: the message names the file and the line at fault.
 
+    Args:
+        message: What is wrong, naming the file and the line.
+        path: The inputs file, when the inputs came from one.
+        line: The 1-based line at fault, when one is.
+
     Attributes:
         path: The inputs file, when the inputs came from one.
         line: The 1-based line at fault, when one is.

@@ -61,7 +61,7 @@ def test_with_named_rules_the_holding_rule_ranks_first(named_retriever: Applicab
     # statement prompt leaves per-rule bias to the calibration (next test).
     result = named_retriever.match(INPUTS[holding])
     assert not result.failed and result.completion_tokens == len(RULES)  # one-token verdicts
-    scores = {j.rule_id: j.probability for j in result.judgments}
+    scores = {j.rule_id: j.p_yes for j in result.judgments}
     assert all(p is not None for p in scores.values()), "the local judge must return logprobs"
     best = max(scores, key=lambda rid: scores[rid])
     assert best == holding, f"P(YES) per rule: {scores}"
@@ -73,7 +73,7 @@ def test_each_rule_scores_highest_on_the_input_it_holds_for(retriever: Applicabi
     judged = [j for r in results.values() for j in r.judgments if not j.cached]
     assert all(not r.failed for r in results.values())
     assert all(j.completion_tokens == 1 for j in judged)  # one-token verdicts (cached ones cost none)
-    raw = {h: next(j.probability for j in r.judgments if j.rule_id == rule_id) for h, r in results.items()}
+    raw = {h: next(j.p_yes for j in r.judgments if j.rule_id == rule_id) for h, r in results.items()}
     score = {h: next(j.score for j in r.judgments if j.rule_id == rule_id) for h, r in results.items()}
     assert max(raw, key=lambda h: raw[h]) == rule_id, f"P(YES) of {rule_id} per input: {raw}"
     assert max(score, key=lambda h: score[h]) == rule_id, f"calibrated score of {rule_id} per input: {score}"
@@ -106,7 +106,7 @@ def test_the_local_judge_uses_its_shipped_calibration(retriever: ApplicabilityRe
     calibration = retriever.judge.calibration
     assert calibration is not None and calibration.reference_inputs, "the local model must not be thresholded raw"
     result = retriever.match(INPUTS["W1"])
-    scores = {j.rule_id: (j.probability, j.score) for j in result.judgments}
+    scores = {j.rule_id: (j.p_yes, j.score) for j in result.judgments}
     assert all(raw is not None and score is not None for raw, score in scores.values())
     mean, _ = retriever.judge.reference_log_odds(RULES[0])
     assert mean is not None  # the reference inputs were judged (once, through the verdict cache)

@@ -112,8 +112,7 @@ def test_results_come_in_input_order_with_matches_best_first(rules: list[Rule]) 
     for item, record in zip(items, results, strict=True):
         expected = retriever.match(item.text)
         assert record["matched"] == [
-            {"rule_id": j.rule_id, "score": j.score, "p_yes": j.p_yes if hasattr(j, "p_yes") else j.probability}
-            for j in expected.matched
+            {"rule_id": j.rule_id, "score": j.score, "p_yes": j.p_yes} for j in expected.matched
         ]
         assert record["failed"] == []
         assert [p["rule_id"] for p in record["pairs"]] == [r.rule_id for r in rules]

@@ -143,7 +143,7 @@ def test_retriever_applies_calibration_and_reports_raw_and_calibrated_scores() -
     docs = retriever.invoke("HOLDS-R-1")
     assert [d.metadata["rule_id"] for d in docs] == ["R-3", "R-1"]
     first = docs[0].metadata
-    assert first["tag_raw_score"] == pytest.approx(0.6)
+    assert first["tag_p_yes"] == pytest.approx(0.6)
     assert first["tag_score"] == pytest.approx(calibration.score(0.6))
 
 
@@ -333,7 +333,7 @@ def test_centring_per_input_removes_a_lift_shared_by_every_rule() -> None:
     judged = {j.rule_id: j for j in retriever.match("BUSY HOLDS-S-2").judgments}
     centre = logit(0.4)  # the median over the six rules: five at 0.4, one at 0.8
     assert judged["S-2"].score == pytest.approx(sigmoid(logit(0.8) - centre - 1.0))
-    assert judged["S-1"].probability == pytest.approx(0.4) and judged["S-1"].score == pytest.approx(sigmoid(-1.0))
+    assert judged["S-1"].p_yes == pytest.approx(0.4) and judged["S-1"].score == pytest.approx(sigmoid(-1.0))
 
 
 def test_too_few_rules_are_not_centred() -> None:

@@ -10,7 +10,7 @@ from typing_extensions import override
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.judging.chat import PairwiseJudge
+from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_extractor, judged_rule_id
@@ -28,20 +28,20 @@ def _many_rules(rules: list[Rule]) -> list[Rule]:
 
 
 def _verdicts(result: object) -> list[tuple[str, bool, float | None]]:
-    return [(j.rule_id, j.applies, j.probability) for j in result.judgments]  # type: ignore[attr-defined]
+    return [(j.rule_id, j.applies, j.p_yes) for j in result.judgments]
 
 
 async def test_threaded_and_async_judging_match_sequential(rules: list[Rule]) -> None:
     many = _many_rules(rules)
     queries = [f"query {i}: def f(x=[]): pass" for i in range(5)]
     sequential = [
-        _verdicts(PairwiseJudge(FakeChatModel(respond=_respond, with_logprobs=True), max_concurrency=1).judge(q, many))
+        _verdicts(ChatJudge(FakeChatModel(respond=_respond, with_logprobs=True), max_concurrency=1).judge(q, many))
         for q in queries
     ]
     threaded_llm = FakeChatModel(respond=_respond, with_logprobs=True, delay=0.002)
-    threaded = PairwiseJudge(threaded_llm, max_concurrency=8)
+    threaded = ChatJudge(threaded_llm, max_concurrency=8)
     async_llm = FakeChatModel(respond=_respond, with_logprobs=True, delay=0.002)
-    async_judge = PairwiseJudge(async_llm, max_concurrency=8)
+    async_judge = ChatJudge(async_llm, max_concurrency=8)
     assert [_verdicts(threaded.judge(q, many)) for q in queries] == sequential
     assert [_verdicts(await async_judge.ajudge(q, many)) for q in queries] == sequential
     assert threaded_llm.max_in_flight > 1 and async_llm.max_in_flight > 1

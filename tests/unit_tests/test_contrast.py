@@ -8,8 +8,9 @@ import pytest
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.judging.calibration.scorer import Calibration, default_calibration
-from langchain_tag.judging.chat import Judgment, PairwiseJudge, contrast_judgment
+from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.prompts import JUDGE_PROMPTS, negate_condition
+from langchain_tag.judging.results import Judgment, contrast_judgment
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, asks_negation, fake_judge, judged_rule_id
 
@@ -43,23 +44,23 @@ def test_contrast_prompt_shares_its_statement_half_and_has_its_own_scoring_versi
 
 
 def test_contrast_judgment_combines_the_halves() -> None:
-    yes = Judgment("R-1", applies=True, probability=0.8, attempts=1, prompt_tokens=10, completion_tokens=1)
-    no = Judgment("R-1", applies=False, probability=0.2, attempts=2, prompt_tokens=12, completion_tokens=1)
+    yes = Judgment("R-1", applies=True, p_yes=0.8, attempts=1, prompt_tokens=10, completion_tokens=1)
+    no = Judgment("R-1", applies=False, p_yes=0.2, attempts=2, prompt_tokens=12, completion_tokens=1)
     both = contrast_judgment(yes, no)
-    assert both.probability == pytest.approx(1 / (1 + math.exp(-(_logit(0.8) - _logit(0.2)))))
-    assert (both.statement_probability, both.negation_probability) == (0.8, 0.2)
+    assert both.p_yes == pytest.approx(1 / (1 + math.exp(-(_logit(0.8) - _logit(0.2)))))
+    assert (both.statement_p_yes, both.negation_p_yes) == (0.8, 0.2)
     assert both.applies and both.error is None
     assert (both.attempts, both.prompt_tokens, both.completion_tokens) == (3, 22, 2)
     # A judge that leans to YES on both halves says nothing: the contrast is even.
-    assert contrast_judgment(yes, Judgment("R-1", applies=True, probability=0.8)).probability == pytest.approx(0.5)
+    assert contrast_judgment(yes, Judgment("R-1", applies=True, p_yes=0.8)).p_yes == pytest.approx(0.5)
 
 
 def test_a_failed_half_fails_the_pair() -> None:
-    ok = Judgment("R-1", applies=True, probability=0.9)
+    ok = Judgment("R-1", applies=True, p_yes=0.9)
     broken = Judgment("R-1", error="no YES/NO verdict in reply: 'hm'")
     failed = contrast_judgment(ok, broken)
     assert failed.error == "negation: no YES/NO verdict in reply: 'hm'"
-    assert failed.probability is None and not failed.applies
+    assert failed.p_yes is None and not failed.applies
     assert contrast_judgment(broken, ok).error == "no YES/NO verdict in reply: 'hm'"
 
 
@@ -82,36 +83,36 @@ def _leaning_judge(holds: set[str], lean: float) -> FakeChatModel:
 
 def test_two_calls_per_pair_and_the_matches_follow_the_contrast(rules: list[Rule]) -> None:
     llm = _leaning_judge({"R-001", "R-002"}, lean=0.2)  # raw P(YES) 0.8 / 0.5: every rule at >= 0.5 alone
-    single = PairwiseJudge(llm, calibration=None).judge(QUERY, rules)
+    single = ChatJudge(llm, calibration=None).judge(QUERY, rules)
     assert len(single.matched) == 5
-    result = PairwiseJudge(llm, "applicability-contrast", calibration=None).judge(QUERY, rules)
+    result = ChatJudge(llm, "applicability-contrast", calibration=None).judge(QUERY, rules)
     assert llm.calls == 5 + 10 and result.calls == 10
     assert [j.rule_id for j in result.matched] == ["R-001", "R-002"]
     first = result.judgments[0]
-    assert first.statement_probability == pytest.approx(0.8) and first.negation_probability == pytest.approx(0.5)
-    assert first.probability == pytest.approx(1 / (1 + math.exp(-_logit(0.8))))
+    assert first.statement_p_yes == pytest.approx(0.8) and first.negation_p_yes == pytest.approx(0.5)
+    assert first.p_yes == pytest.approx(1 / (1 + math.exp(-_logit(0.8))))
     negated = [p for p in llm.prompts if asks_negation(p)]
     assert len(negated) == 5 and all("Statement: it is not the case that" in p for p in negated)
 
 
 async def test_async_twin_gives_the_same_scores(rules: list[Rule]) -> None:
     llm = _leaning_judge({"R-004"}, lean=0.1)
-    judge = PairwiseJudge(llm, "applicability-contrast", calibration=None, max_concurrency=3)
+    judge = ChatJudge(llm, "applicability-contrast", calibration=None, max_concurrency=3)
     sync = judge.judge(QUERY, rules)
-    other = await PairwiseJudge(llm, "applicability-contrast", calibration=None).ajudge(QUERY, rules)
-    assert [j.probability for j in other.judgments] == pytest.approx([j.probability for j in sync.judgments])
+    other = await ChatJudge(llm, "applicability-contrast", calibration=None).ajudge(QUERY, rules)
+    assert [j.p_yes for j in other.judgments] == pytest.approx([j.p_yes for j in sync.judgments])
     assert [j.rule_id for j in other.matched] == ["R-004"]
 
 
 def test_statement_half_is_served_from_the_single_prompts_cache(rules: list[Rule]) -> None:
     cache = InMemoryVerdictCache()
     llm = fake_judge({"R-003"})
-    PairwiseJudge(llm, cache=cache).judge(QUERY, rules)
+    ChatJudge(llm, cache=cache).judge(QUERY, rules)
     assert llm.calls == 5
-    result = PairwiseJudge(llm, "applicability-contrast", cache=cache).judge(QUERY, rules)
+    result = ChatJudge(llm, "applicability-contrast", cache=cache).judge(QUERY, rules)
     assert llm.calls == 10  # only the negated halves were asked
     assert [j.rule_id for j in result.matched] == ["R-003"]
-    again = PairwiseJudge(llm, "applicability-contrast", cache=cache).judge(QUERY, rules)
+    again = ChatJudge(llm, "applicability-contrast", cache=cache).judge(QUERY, rules)
     assert llm.calls == 10 and again.cache_hits == 5
 
 
@@ -129,7 +130,7 @@ def test_default_calibration_is_matched_on_the_scoring_version(monkeypatch: pyte
 def test_references_are_judged_with_both_halves(rules: list[Rule]) -> None:
     llm = _leaning_judge({"R-001"}, lean=0.0)
     calibration = Calibration(method="platt", reference_inputs=("x = 1", "print(2)"))
-    judge = PairwiseJudge(llm, "applicability-contrast", calibration=calibration)
+    judge = ChatJudge(llm, "applicability-contrast", calibration=calibration)
     judge.judge(QUERY, rules)
     assert llm.calls == 2 * 5 * 3  # the input and two references, each asked both ways
     mean, _ = judge.reference_log_odds(rules[1])

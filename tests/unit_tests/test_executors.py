@@ -29,22 +29,22 @@ def test_plain_chunk_in_rule_mode_is_a_clear_error() -> None:
 @pytest.mark.parametrize("domain", sorted(EXECUTOR_PROMPTS))
 def test_executor_chain_runs_for_each_domain(rules: list[Rule], domain: str) -> None:
     llm = FakeChatModel(respond=lambda text: "OK" if "ACTION<indent with four spaces>" in text else "MISSING")
-    chain = executor_chain(llm, domain=domain)
+    chain = executor_chain(llm, executor=domain)
     assert chain.invoke({"input": "x", "documents": [rules[2].to_document()], "unit_kind": "rules"}) == "OK"
 
 
 def test_unknown_domain() -> None:
     with pytest.raises(ValueError, match="generic"):
-        executor_chain(FakeChatModel(respond=lambda t: ""), domain="legal")
+        executor_chain(FakeChatModel(respond=lambda t: ""), executor="legal")
 
 
 def test_no_matched_units_is_the_no_retrieval_prompt() -> None:
     from langchain_tag.executors import executor_messages
     from langchain_tag.testing import prompt_text
 
-    none = prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="none"))
-    assert prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="rules")) == none
-    assert prompt_text(executor_messages("x = 1", [], domain="code_review", unit_kind="chunks")) == none
+    none = prompt_text(executor_messages("x = 1", [], executor="code_review", unit_kind="none"))
+    assert prompt_text(executor_messages("x = 1", [], executor="code_review", unit_kind="rules")) == none
+    assert prompt_text(executor_messages("x = 1", [], executor="code_review", unit_kind="chunks")) == none
 
 
 @pytest.mark.parametrize(
@@ -63,5 +63,5 @@ def test_unfence_unwraps_only_a_reply_that_is_one_fenced_block(reply: str, expec
 
 def test_the_code_review_executor_returns_bare_code() -> None:
     llm = FakeChatModel(respond=lambda t: "```python\nprint(1)\n```")
-    assert executor_chain(llm, domain="code_review").invoke({"input": "x", "documents": []}) == "print(1)"
-    assert executor_chain(llm, domain="generic").invoke({"input": "x", "documents": []}).startswith("```")
+    assert executor_chain(llm, executor="code_review").invoke({"input": "x", "documents": []}) == "print(1)"
+    assert executor_chain(llm, executor="generic").invoke({"input": "x", "documents": []}).startswith("```")

@@ -14,7 +14,7 @@ import langchain_tag.calls.runner as matcher_module
 from langchain_tag.calls.faults import backoff_delay, client_retries, is_transient
 from langchain_tag.calls.identity import describe_model, redact_url, redact_urls
 from langchain_tag.errors import InputTooLongError, ProviderError
-from langchain_tag.judging.chat import PairwiseJudge
+from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
@@ -41,7 +41,7 @@ def test_malformed_verdict_is_retried_once_then_counted_no_and_reported(
 ) -> None:
     respond = injecting(_verdicts, when=lambda t: judged_rule_id(t) == "R-004", fault=lambda t, g: MALFORMED[kind])
     llm = FakeChatModel(respond=respond)
-    result = PairwiseJudge(llm, verdict_format=verdict_format).judge("q", rules)  # type: ignore[arg-type]
+    result = ChatJudge(llm, verdict_format=verdict_format).judge("q", rules)  # type: ignore[arg-type]
     assert [j.rule_id for j in result.matched] == ["R-001"]
     assert [(j.rule_id, j.attempts, j.applies) for j in result.failed] == [("R-004", 2, False)]
     assert llm.calls == len(rules) + 1
@@ -52,7 +52,7 @@ def test_flaky_provider_recovers_after_backoff(fault: str, rules: list[Rule], mo
     waits: list[int] = []
     monkeypatch.setattr(matcher_module, "backoff_delay", lambda attempt, **kw: waits.append(attempt) or 0.0)
     respond = injecting(_verdicts, when=lambda t: True, fault=lambda t, g: FAULTS[fault](), times=1)
-    result = PairwiseJudge(FakeChatModel(respond=respond)).judge("q", rules)
+    result = ChatJudge(FakeChatModel(respond=respond)).judge("q", rules)
     assert [j.rule_id for j in result.matched] == ["R-001", "R-004"] and not result.failed
     assert waits == [1]
 
@@ -60,7 +60,7 @@ def test_flaky_provider_recovers_after_backoff(fault: str, rules: list[Rule], mo
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 async def test_persistent_fault_names_provider_and_rule(fault: str, rules: list[Rule]) -> None:
     respond = injecting(_verdicts, when=lambda t: judged_rule_id(t) == "R-002", fault=lambda t, g: FAULTS[fault]())
-    judge = PairwiseJudge(FakeChatModel(respond=respond), retry_backoff=0.0)
+    judge = ChatJudge(FakeChatModel(respond=respond), retry_backoff=0.0)
     for result in (judge.judge("q", rules), await judge.ajudge("q", rules)):
         (failed,) = result.failed
         assert failed.rule_id == "R-002" and failed.attempts == 2
@@ -72,7 +72,7 @@ def test_all_judgments_failing_is_an_error_naming_provider_and_rule(rules: list[
     with pytest.raises(
         ProviderError, match=r"all 5 judgments failed calling FakeChatModel; last: judgment of rule R-00"
     ):
-        PairwiseJudge(FakeChatModel(respond=lambda t: FAULTS["429"]()), retry_backoff=0.0).judge("q", rules)
+        ChatJudge(FakeChatModel(respond=lambda t: FAULTS["429"]()), retry_backoff=0.0).judge("q", rules)
 
 
 def _openai_judge(handler: object, max_retries: int = 2) -> ChatOpenAI:
@@ -94,7 +94,7 @@ def test_openai_client_retries_429_and_the_matcher_does_not_multiply_it(rules: l
         return httpx2.Response(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "Rate limit reached"}})
 
     with pytest.raises(ProviderError) as caught:
-        PairwiseJudge(_openai_judge(handler)).judge("q", rules[:1])
+        ChatJudge(_openai_judge(handler)).judge("q", rules[:1])
     assert len(requests) == 3  # the client's 1 + 2 retries, and no second round from the matcher
     message = str(caught.value)
     assert "ChatOpenAI model 'judge-test' at http://llm.example.test/v1" in message
@@ -110,7 +110,7 @@ def test_openai_client_recovers_from_503(rules: list[Rule]) -> None:
             return httpx2.Response(503, headers={"retry-after-ms": "1"}, json={"error": {"message": "overloaded"}})
         return completion("YES")
 
-    result = PairwiseJudge(_openai_judge(handler)).judge("q", rules[:1])
+    result = ChatJudge(_openai_judge(handler)).judge("q", rules[:1])
     assert [j.rule_id for j in result.matched] == ["R-001"] and count["n"] == 2
 
 
@@ -158,7 +158,7 @@ def test_rate_limiter_and_retries_are_configurable() -> None:
 
 def test_over_long_input_is_refused_before_any_call(rules: list[Rule]) -> None:
     llm = FakeChatModel(respond=_verdicts)
-    judge = PairwiseJudge(llm, context_tokens=2000)
+    judge = ChatJudge(llm, context_tokens=2000)
     assert judge.judge("x = 1", rules).matched
     with pytest.raises(InputTooLongError, match=r"about \d+ tokens .*context of 2000 tokens"):
         judge.judge("word " * 3000, rules)
@@ -177,21 +177,21 @@ def test_context_tokens_come_from_the_environment_on_the_python_api(
     with pytest.raises(InputTooLongError, match=r"the input is too long: .*context of 2000 tokens"):
         retriever.invoke("word " * 3000)
     with pytest.raises(InputTooLongError):
-        PairwiseJudge(llm).judge("word " * 3000, rules)
+        ChatJudge(llm).judge("word " * 3000, rules)
     assert llm.calls == 0  # refused before any request
-    assert PairwiseJudge(llm, context_tokens=100_000).context_tokens == 100_000  # an explicit value wins
+    assert ChatJudge(llm, context_tokens=100_000).context_tokens == 100_000  # an explicit value wins
     monkeypatch.setenv("LANGCHAIN_TAG_CONTEXT_TOKENS", "many")
     with pytest.raises(ValueError, match="LANGCHAIN_TAG_CONTEXT_TOKENS must be an integer"):
-        PairwiseJudge(llm)
+        ChatJudge(llm)
     monkeypatch.setenv("LANGCHAIN_TAG_CONTEXT_TOKENS", "")
-    assert PairwiseJudge(llm).context_tokens is None
+    assert ChatJudge(llm).context_tokens is None
 
 
 def test_refusal_names_the_rule_when_the_rule_is_too_long(rules: list[Rule]) -> None:
     long_rule = rules[1].model_copy(update={"condition": "the code " * 2000})
     mixed = [rules[0], long_rule, *rules[2:]]
     llm = FakeChatModel(respond=_verdicts)
-    judge = PairwiseJudge(llm, context_tokens=2000)
+    judge = ChatJudge(llm, context_tokens=2000)
     with pytest.raises(InputTooLongError, match=r"^rule R-002 is too long: .*shorten the rule") as caught:
         judge.judge("x = 1", mixed)
     assert "input" not in str(caught.value)
@@ -240,7 +240,7 @@ def test_credentials_in_the_base_url_are_never_printed(rules: list[Rule], caplog
     )
     assert _leaks(describe_model(endpoint)) == [] and "llm.example.test/v1" in describe_model(endpoint)
     with caplog.at_level("WARNING"):
-        result = PairwiseJudge(endpoint, cache=None, retry_backoff=0).judge("x = 1", rules)
+        result = ChatJudge(endpoint, cache=None, retry_backoff=0).judge("x = 1", rules)
     assert [j.rule_id for j in result.failed] == ["R-002"]
     assert _leaks(result.failed[0].error or "") == [] and "***" in (result.failed[0].error or "")
     assert _leaks(caplog.text) == [] and "R-002" in caplog.text
@@ -252,7 +252,7 @@ def test_credentials_in_the_base_url_are_never_printed(rules: list[Rule], caplog
         http_client=httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(503))),  # type: ignore[arg-type]
     )
     with pytest.raises(ProviderError) as caught:
-        PairwiseJudge(down, retry_backoff=0).judge("x = 1", rules)
+        ChatJudge(down, retry_backoff=0).judge("x = 1", rules)
     assert _leaks(str(caught.value)) == [] and "llm.example.test" in str(caught.value)
     with pytest.raises(ValueError) as missing:
         get_chat_model(ModelConfig.from_env({"LANGCHAIN_TAG_PROVIDER": "openai", "LANGCHAIN_TAG_BASE_URL": SECRET_URL}))
@@ -266,7 +266,7 @@ async def test_malformed_logprobs_are_failed_judgments_counted_no_and_reported(k
             return _verdicts(text)
         return AIMessage(content="YES", response_metadata={"logprobs": {"content": MALFORMED_LOGPROBS[kind]}})
 
-    judge = PairwiseJudge(FakeChatModel(respond=respond), retry_backoff=0.0)
+    judge = ChatJudge(FakeChatModel(respond=respond), retry_backoff=0.0)
     for result in (judge.judge("q", rules), await judge.ajudge("q", rules)):
         assert [j.rule_id for j in result.matched] == ["R-004"]
         assert [(j.rule_id, j.attempts, j.applies) for j in result.failed] == [("R-001", 2, False)]
@@ -280,8 +280,8 @@ def test_requests_per_pair_for_each_fault_class_with_a_default_chat_openai(fault
     assert model.max_retries is None and client_retries(model) == 2
     if fault == "429":
         with pytest.raises(ProviderError):
-            PairwiseJudge(model, retry_backoff=0.0).judge("q", rules)
+            ChatJudge(model, retry_backoff=0.0).judge("q", rules)
     else:
-        assert len(PairwiseJudge(model, retry_backoff=0.0).judge("q", rules).failed) == 5
+        assert len(ChatJudge(model, retry_backoff=0.0).judge("q", rules).failed) == 5
     # A 429 is retried by the client only (1 + 2); garbage by the matcher only (1 + 1).
     assert set(endpoint.requests.values()) == {3 if fault == "429" else 2}

@@ -7,6 +7,7 @@ from langchain_core.documents import Document
 
 from langchain_tag.errors import JudgmentsFailedError
 from langchain_tag.graph import build_tag_graph, make_retriever
+from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extraction_reply, fake_judge, judged_rule_id
 
@@ -124,13 +125,17 @@ def test_strict_graph_fails_the_run_when_a_judgment_failed(rules: list[Rule]) ->
     def respond(text: str) -> str:
         return "maybe?" if judged_rule_id(text) == "R-002" else "NO"
 
-    graph = build_tag_graph(_executor(), judge_llm=FakeChatModel(respond=respond), rules=rules, strict=True)
+    graph = build_tag_graph(
+        _executor(), retriever=ApplicabilityRetriever(llm=FakeChatModel(respond=respond), rules=rules, strict=True)
+    )
     with pytest.raises(JudgmentsFailedError) as caught:
         graph.invoke({"input": "q"})
     assert caught.value.failed_rule_ids == ["R-002"]
     lenient = build_tag_graph(_executor(), judge_llm=FakeChatModel(respond=respond), rules=rules)
     assert lenient.invoke({"input": "q"})["retrieved"] == []
-    retriever, _ = make_retriever("relevance", rules=rules, judge_llm=FakeChatModel(respond=respond), strict=True)
+    retriever, _ = make_retriever(
+        "relevance", retriever=ApplicabilityRetriever(llm=FakeChatModel(respond=respond), rules=rules, strict=True)
+    )
     with pytest.raises(JudgmentsFailedError):
         retriever.invoke("q")  # type: ignore[union-attr]
 
@@ -219,12 +224,16 @@ def test_reference_inputs_reach_the_tag_modes_judge(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "fakechatmodel", domain)
     sample = ["a = 1", "b = 2", "c = 3", "d = 4"]
     judge = fake_judge({"R-003"}, with_logprobs=True)  # says YES to R-003 whatever the input
-    graph = build_tag_graph(_executor(), judge_llm=judge, rules=rules, reference_inputs=sample)
+    graph = build_tag_graph(
+        _executor(), retriever=ApplicabilityRetriever(llm=judge, rules=rules, reference_inputs=sample)
+    )
     assert graph.invoke({"input": "q"})["retrieved"] == []  # R-003 is as likely on the sample: nothing stands out
     assert judge.calls == len(rules) * (len(sample) + 1)
     plain = build_tag_graph(_executor(), judge_llm=fake_judge({"R-003"}, with_logprobs=True), rules=rules)
     assert [d.id for d in plain.invoke({"input": "q"})["retrieved"]] == ["R-003"]
-    retriever, _ = make_retriever("tag", rules=rules, judge_llm=judge, reference_inputs=sample)
+    retriever, _ = make_retriever(
+        "tag", retriever=ApplicabilityRetriever(llm=judge, rules=rules, reference_inputs=sample)
+    )
     assert retriever.judge.calibration.reference_inputs == tuple(sample)  # type: ignore[union-attr]
 
 
@@ -233,11 +242,15 @@ def test_a_verdict_cache_given_to_the_graph_is_shared_by_its_judged_modes(rules:
 
     cache = InMemoryVerdictCache()
     judge = fake_judge({"R-001"})
-    graph = build_tag_graph(_executor(), judge_llm=judge, rules=rules, cache=cache, threshold=0.5)
+    graph = build_tag_graph(
+        _executor(), retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=cache, threshold=0.5)
+    )
     graph.invoke({"input": "q"})
     calls = judge.calls
-    again = build_tag_graph(_executor(), judge_llm=judge, rules=rules, cache=cache, threshold=0.5)
+    again = build_tag_graph(
+        _executor(), retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=cache, threshold=0.5)
+    )
     again.invoke({"input": "q"})
     assert calls == len(rules) and judge.calls == calls  # the second graph read every verdict from the cache
-    retriever, _ = make_retriever("relevance", rules=rules, judge_llm=judge, cache=None)
+    retriever, _ = make_retriever("relevance", retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=None))
     assert retriever.cache is None  # type: ignore[union-attr]

@@ -6,14 +6,14 @@ from typing import Any
 import pytest
 
 from langchain_tag.errors import ProviderError
-from langchain_tag.judging.chat import PairwiseJudge, configure_judge
+from langchain_tag.judging.chat import ChatJudge, configure_judge
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
 
 
 def test_one_call_per_pair_and_verdicts_follow_the_prompt(rules: list[Rule]) -> None:
     llm = fake_judge({"R-002", "R-004"})
-    result = PairwiseJudge(llm).judge("import os, sys", rules)
+    result = ChatJudge(llm).judge("import os, sys", rules)
     assert llm.calls == len(rules)
     assert [j.rule_id for j in result.matched] == ["R-002", "R-004"]
     assert result.calls == 5 and not result.failed
@@ -21,20 +21,20 @@ def test_one_call_per_pair_and_verdicts_follow_the_prompt(rules: list[Rule]) -> 
 
 def test_action_never_reaches_the_judge(rules: list[Rule]) -> None:
     llm = fake_judge({"R-001"})
-    PairwiseJudge(llm).judge("anything", rules)
+    ChatJudge(llm).judge("anything", rules)
     assert llm.prompts and not any("ACTION<" in p for p in llm.prompts)
 
 
 def test_relevance_judge_does_see_the_action(rules: list[Rule]) -> None:
     llm = fake_judge(set())
-    PairwiseJudge(llm, "relevance").judge("anything", rules)
+    ChatJudge(llm, "relevance").judge("anything", rules)
     assert all("ACTION<" in p for p in llm.prompts)
 
 
 def test_concurrency_is_bounded(rules: list[Rule]) -> None:
     many = [r.model_copy(update={"rule_id": f"X{i}"}) for i in range(24) for r in rules[:1]]
     llm = fake_judge({"X1"}, delay=0.02)
-    PairwiseJudge(llm, max_concurrency=3).judge("q", many)
+    ChatJudge(llm, max_concurrency=3).judge("q", many)
     assert llm.calls == 24
     assert 1 < llm.max_in_flight <= 3
 
@@ -42,7 +42,7 @@ def test_concurrency_is_bounded(rules: list[Rule]) -> None:
 async def test_async_concurrency_is_bounded(rules: list[Rule]) -> None:
     many = [rules[0].model_copy(update={"rule_id": f"X{i}"}) for i in range(20)]
     llm = fake_judge({"X3", "X7"}, delay=0.02)
-    result = await PairwiseJudge(llm, max_concurrency=4).ajudge("q", many)
+    result = await ChatJudge(llm, max_concurrency=4).ajudge("q", many)
     assert 1 < llm.max_in_flight <= 4
     assert {j.rule_id for j in result.matched} == {"X3", "X7"}
 
@@ -54,7 +54,7 @@ def test_garbage_reply_is_retried_once_then_counted_no(rules: list[Rule]) -> Non
         return "YES" if judged_rule_id(text) == "R-001" else "NO"
 
     llm = FakeChatModel(respond=respond)
-    result = PairwiseJudge(llm).judge("q", rules)
+    result = ChatJudge(llm).judge("q", rules)
     failed = {j.rule_id: j for j in result.failed}
     assert set(failed) == {"R-003"}
     assert failed["R-003"].attempts == 2 and failed["R-003"].applies is False
@@ -72,7 +72,7 @@ def test_flaky_reply_recovers_on_retry(rules: list[Rule]) -> None:
             return "{garbage"
         return "YES" if judged_rule_id(text) == "R-002" else "NO"
 
-    result = PairwiseJudge(FakeChatModel(respond=respond)).judge("q", rules)
+    result = ChatJudge(FakeChatModel(respond=respond)).judge("q", rules)
     assert [j.rule_id for j in result.matched] == ["R-002"] and not result.failed
 
 
@@ -82,7 +82,7 @@ def test_exception_from_provider_is_retried_then_reported(rules: list[Rule]) -> 
             return TimeoutError("read timed out")
         return "NO"
 
-    result = PairwiseJudge(FakeChatModel(respond=respond)).judge("q", rules)
+    result = ChatJudge(FakeChatModel(respond=respond)).judge("q", rules)
     assert [j.rule_id for j in result.failed] == ["R-005"]
     assert "TimeoutError" in (result.failed[0].error or "")
 
@@ -90,7 +90,7 @@ def test_exception_from_provider_is_retried_then_reported(rules: list[Rule]) -> 
 def test_all_calls_raising_is_a_clear_error(rules: list[Rule]) -> None:
     llm = FakeChatModel(respond=lambda text: ConnectionError("connection refused"))
     with pytest.raises(ProviderError, match=r"all 5 judgments failed.*connection refused"):
-        PairwiseJudge(llm).judge("q", rules)
+        ChatJudge(llm).judge("q", rules)
 
 
 def test_logprobs_give_probabilities_and_order(rules: list[Rule]) -> None:
@@ -101,27 +101,27 @@ def test_logprobs_give_probabilities_and_order(rules: list[Rule]) -> None:
         return ("YES" if probs[rid] >= 0.5 else "NO", probs[rid])
 
     llm = FakeChatModel(respond=respond, with_logprobs=True)
-    result = PairwiseJudge(llm, threshold=0.5).judge("q", rules)
+    result = ChatJudge(llm, threshold=0.5).judge("q", rules)
     assert [j.rule_id for j in result.matched] == ["R-002", "R-001", "R-004"]
-    assert result.matched[0].probability == pytest.approx(0.95)
-    strict = PairwiseJudge(llm, threshold=0.8).judge("q", rules)
+    assert result.matched[0].p_yes == pytest.approx(0.95)
+    strict = ChatJudge(llm, threshold=0.8).judge("q", rules)
     assert [j.rule_id for j in strict.matched] == ["R-002"]
 
 
 def test_token_accounting(rules: list[Rule]) -> None:
-    result = PairwiseJudge(fake_judge({"R-001"})).judge("q", rules)
+    result = ChatJudge(fake_judge({"R-001"})).judge("q", rules)
     assert result.prompt_tokens > 0 and result.completion_tokens == len(rules)
 
 
 @pytest.mark.parametrize("kwargs", [{"threshold": 1.5}, {"max_concurrency": 0}, {"max_attempts": 0}])
 def test_bad_settings_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
-        PairwiseJudge(fake_judge(set()), **kwargs)
+        ChatJudge(fake_judge(set()), **kwargs)
 
 
 def test_unknown_predicate_lists_known() -> None:
     with pytest.raises(ValueError, match="applicability"):
-        PairwiseJudge(fake_judge(set()), "similarity")
+        ChatJudge(fake_judge(set()), "similarity")
 
 
 # ---------------------------------------------------------------- judge configuration
@@ -144,9 +144,9 @@ def test_any_runnable_judge_is_accepted_and_scored(rules: list[Rule], wrap: Any)
     llm = FakeChatModel(respond=_scored, with_logprobs=True)
     retriever = ApplicabilityRetriever(llm=wrap(llm), rules=rules)
     docs = retriever.invoke("q")
-    assert [d.id for d in docs] == ["R-002"] and docs[0].metadata["tag_raw_score"] == pytest.approx(0.9)
+    assert [d.id for d in docs] == ["R-002"] and docs[0].metadata["tag_p_yes"] == pytest.approx(0.9)
     assert llm.calls == len(rules)
-    assert retriever.judge.model_identity == PairwiseJudge(llm).model_identity  # same cache keys as the bare model
+    assert retriever.judge.model_identity == ChatJudge(llm).model_identity  # same cache keys as the bare model
 
 
 def test_bare_openai_compatible_judge_gets_logprobs_and_a_one_token_cap() -> None:
@@ -163,7 +163,7 @@ def test_bare_openai_compatible_judge_gets_logprobs_and_a_one_token_cap() -> Non
 
 
 def test_one_warning_when_the_judge_gives_no_logprobs(rules: list[Rule], caplog: pytest.LogCaptureFixture) -> None:
-    judge = PairwiseJudge(fake_judge({"R-001"}), threshold=0.9)
+    judge = ChatJudge(fake_judge({"R-001"}), threshold=0.9)
     with caplog.at_level(logging.WARNING, logger="langchain_tag.judging.chat"):
         judge.judge("first", rules)
         judge.judge("second", rules)
@@ -171,5 +171,5 @@ def test_one_warning_when_the_judge_gives_no_logprobs(rules: list[Rule], caplog:
     assert len(warnings) == 1 and "threshold" in warnings[0].getMessage()
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="langchain_tag.judging.chat"):
-        PairwiseJudge(FakeChatModel(respond=_scored, with_logprobs=True)).judge("q", rules)
+        ChatJudge(FakeChatModel(respond=_scored, with_logprobs=True)).judge("q", rules)
     assert not [r for r in caplog.records if "gave no logprobs" in r.getMessage()]

@@ -378,7 +378,7 @@ def test_first_contrast_query_with_references_builds_one_judge(
 ) -> None:
     from langchain_tag.judging.calibration import scorer as module
     from langchain_tag.judging.calibration.scorer import Calibration
-    from langchain_tag.judging.chat import PairwiseJudge
+    from langchain_tag.judging.chat import ChatJudge
 
     shipped = Calibration(
         reference_inputs=("x = 1", "y = 2"),
@@ -386,30 +386,17 @@ def test_first_contrast_query_with_references_builds_one_judge(
         prompt_version="judge-applicability-v5+judge-applicability-negated-v1",
     )
     monkeypatch.setitem(module.DEFAULT_CALIBRATIONS, "fakechatmodel#contrast", shipped)
-    built: list[PairwiseJudge] = []
-    original = PairwiseJudge.__init__
+    built: list[ChatJudge] = []
+    original = ChatJudge.__init__
 
-    def counting(self: PairwiseJudge, *args: Any, **kwargs: Any) -> None:
+    def counting(self: ChatJudge, *args: Any, **kwargs: Any) -> None:
         built.append(self)
         original(self, *args, **kwargs)
 
     llm = fake_judge({"R-001"}, with_logprobs=True)
     retriever = ApplicabilityRetriever(llm=llm, rules=rules, predicate="applicability-contrast")
-    monkeypatch.setattr(PairwiseJudge, "__init__", counting)
+    monkeypatch.setattr(ChatJudge, "__init__", counting)
     retriever.invoke("from m import *")
     assert len(built) == 1
     assert llm.calls == 2 * len(rules) * 3  # the query and two references, each rule asked both ways
     assert retriever.judge.reference_log_odds(rules[0])[0] is not None
-
-
-def test_renamed_arguments_still_work_with_a_warning(rules: list[Rule]) -> None:
-    from langchain_tag.judging.chat import Judgment, PairwiseJudge
-
-    with pytest.warns(DeprecationWarning, match="use predicate="):
-        judge = PairwiseJudge(fake_judge({"R-001"}), prompt="relevance")
-    assert judge.prompt.name == "relevance"
-    with pytest.warns(DeprecationWarning, match="use p_yes="):
-        assert Judgment("R-1", probability=0.7).p_yes == 0.7
-    retriever = ApplicabilityRetriever(llm=fake_judge({"R-001"}, with_logprobs=True), rules=rules, calibration=None)
-    doc = retriever.invoke("q")[0]
-    assert doc.metadata["tag_p_yes"] == doc.metadata["tag_raw_score"]

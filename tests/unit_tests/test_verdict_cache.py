@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, model_identity
 from langchain_tag.calls.verdict_cache import CachedVerdict, InMemoryVerdictCache, SQLiteVerdictCache, verdict_key
-from langchain_tag.judging.chat import PairwiseJudge
+from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
@@ -26,8 +26,8 @@ def test_repeated_query_costs_no_call(rule_docs: list[Document]) -> None:
     assert judge.calls == 5 and first.cache_hits == 0
     second = retriever.match(QUERY)
     assert judge.calls == 5 and second.cache_hits == 5 and second.calls == 0
-    assert [(j.rule_id, j.applies, j.probability) for j in second.judgments] == [
-        (j.rule_id, j.applies, j.probability) for j in first.judgments
+    assert [(j.rule_id, j.applies, j.p_yes) for j in second.judgments] == [
+        (j.rule_id, j.applies, j.p_yes) for j in first.judgments
     ]
     assert [d.metadata["rule_id"] for d in retriever.invoke(QUERY)] == ["R-004"]
     retriever.match(QUERY + " ")  # another input is another key
@@ -58,18 +58,18 @@ def test_threshold_is_applied_to_cached_probabilities(rule_docs: list[Document])
 def test_key_covers_the_rule_as_judged_and_the_prompt(rules: list[Rule]) -> None:
     cache = InMemoryVerdictCache()
     judge = fake_judge({"R-004"})
-    PairwiseJudge(judge, cache=cache).judge(QUERY, rules)
+    ChatJudge(judge, cache=cache).judge(QUERY, rules)
     assert judge.calls == 5
     # The applicability judge never sees the action: editing it keeps the verdict.
     new_action = [r.model_copy(update={"action": "something else"}) for r in rules]
-    PairwiseJudge(judge, cache=cache).judge(QUERY, new_action)
+    ChatJudge(judge, cache=cache).judge(QUERY, new_action)
     assert judge.calls == 5
     # Editing a condition is a new pair.
     edited = [rules[0].model_copy(update={"condition": "a different condition"}), *rules[1:]]
-    PairwiseJudge(judge, cache=cache).judge(QUERY, edited)
+    ChatJudge(judge, cache=cache).judge(QUERY, edited)
     assert judge.calls == 6
     # The relevance judge sees the action, and is another prompt: all new pairs.
-    PairwiseJudge(judge, "relevance", cache=cache).judge(QUERY, rules)
+    ChatJudge(judge, "relevance", cache=cache).judge(QUERY, rules)
     assert judge.calls == 11
     # Another model is another key.
     assert verdict_key(model="a", prompt_version="v", verdict_format="token", query="q", rule_text="r") != verdict_key(
@@ -96,22 +96,22 @@ def test_model_identity() -> None:
 def test_failed_judgments_are_not_cached(rules: list[Rule]) -> None:
     cache = InMemoryVerdictCache()
     garbage = FakeChatModel(respond=lambda text: "hmm" if judged_rule_id(text) == "R-001" else "NO")
-    result = PairwiseJudge(garbage, cache=cache).judge(QUERY, rules)
+    result = ChatJudge(garbage, cache=cache).judge(QUERY, rules)
     assert [j.rule_id for j in result.failed] == ["R-001"] and len(cache) == 4
-    again = PairwiseJudge(garbage, cache=cache).judge(QUERY, rules)
+    again = ChatJudge(garbage, cache=cache).judge(QUERY, rules)
     assert again.cache_hits == 4 and again.calls == 2  # only R-001 asked again (and retried once)
 
 
 def test_sqlite_cache_persists_and_is_shared_across_threads(rules: list[Rule], tmp_path: Path) -> None:
     path = tmp_path / "sub" / "verdicts.sqlite"
     judge = fake_judge({"R-004"}, with_logprobs=True)
-    PairwiseJudge(judge, cache=SQLiteVerdictCache(path), max_concurrency=4).judge(QUERY, rules)
+    ChatJudge(judge, cache=SQLiteVerdictCache(path), max_concurrency=4).judge(QUERY, rules)
     assert judge.calls == 5
     reopened = SQLiteVerdictCache(path)
     assert len(reopened) == 5
-    result = PairwiseJudge(judge, cache=reopened).judge(QUERY, rules)
+    result = ChatJudge(judge, cache=reopened).judge(QUERY, rules)
     assert judge.calls == 5 and [j.rule_id for j in result.matched] == ["R-004"]
-    assert result.matched[0].probability == pytest.approx(0.9)
+    assert result.matched[0].p_yes == pytest.approx(0.9)
     # Many threads writing and reading one file.
     errors: list[BaseException] = []
 
@@ -161,11 +161,11 @@ def test_an_unreadable_reply_is_never_cached_and_a_healthy_server_is_asked_again
 ) -> None:
     cache = SQLiteVerdictCache(tmp_path / "verdicts.sqlite")
     broken = FakeChatModel(respond=lambda text: reply)
-    result = PairwiseJudge(broken, cache=cache, retry_backoff=0.0).judge(QUERY, rules)
+    result = ChatJudge(broken, cache=cache, retry_backoff=0.0).judge(QUERY, rules)
     assert not result.matched and len(result.failed) == 5 and broken.calls == 10  # retried once each
     assert len(cache) == 0
     healthy = fake_judge({"R-004"})
-    again = PairwiseJudge(healthy, cache=cache).judge(QUERY, rules)
+    again = ChatJudge(healthy, cache=cache).judge(QUERY, rules)
     assert healthy.calls == 5 and again.cache_hits == 0
     assert [j.rule_id for j in again.matched] == ["R-004"] and not again.failed
 
@@ -173,7 +173,7 @@ def test_an_unreadable_reply_is_never_cached_and_a_healthy_server_is_asked_again
 def test_a_cached_probability_that_is_not_one_is_judged_again(rules: list[Rule]) -> None:
     judge = fake_judge({"R-004"}, with_logprobs=True)
     cache = InMemoryVerdictCache()
-    first = PairwiseJudge(judge, cache=cache)
+    first = ChatJudge(judge, cache=cache)
     keys = [r.key for r in first.requests(QUERY, rules)]
     for key in keys:
         cache.put(key, CachedVerdict(True, float("nan"), "YES"))  # as an older reader stored it

@@ -143,7 +143,7 @@ class Calibration:
                 ``standardise`` is set).
 
         One pair on its own: the per-input step needs all of an input's rules
-        (:meth:`~langchain_tag.judging.chat.PairwiseJudge.features`), so it is not applied here.
+        (:meth:`~langchain_tag.judging.chat.ChatJudge.features`), so it is not applied here.
         """
         return self.map_feature(self.feature(probability, reference if self.uses_reference else None, spread))
 

@@ -45,7 +45,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_tag.judging.calibration.model import (
     METHODS,
@@ -56,13 +56,10 @@ from langchain_tag.judging.calibration.model import (
     fit_calibration,
 )
 from langchain_tag.judging.logodds import logit, sigmoid
+from langchain_tag.judging.results import Judgment, MatchResult
+from langchain_tag.rules import Rule
 
 logger = logging.getLogger("langchain_tag.judging.chat")  # the judge's warnings, under one logger
-
-if TYPE_CHECKING:
-    from langchain_tag.judging.chat import PairwiseJudge
-    from langchain_tag.judging.pairs import Judgment, MatchResult
-    from langchain_tag.rules import Rule
 
 __all__ = [
     "DEFAULT_CALIBRATIONS",
@@ -363,27 +360,50 @@ class Scorer:
         centre = calibration.input_centre(row)
         return [x - centre for x in row]
 
-    def decide(self, rules: Sequence[Rule], judgments: Sequence[Judgment]) -> None:
-        """Set each judgment's calibrated ``score`` and its ``applies``.
+    def decide(self, rules: Sequence[Rule], judgments: Sequence[Judgment]) -> list[Judgment]:
+        """The judgments scored: each a new judgment with its calibrated ``score`` and its ``applies``.
 
         A judgment with a P(YES) applies when its score reaches the threshold;
         one read from the reply text (no logprobs) applies when it said YES;
         a failed one never applies.
         """
+        scores: dict[int, float | None] = {}
         judged = [(r, j) for r, j in zip(rules, judgments, strict=True) if j.p_yes is not None and j.error is None]
         if self.calibration is None:
-            for _, judgment in judged:
-                judgment.score = judgment.p_yes
+            scores = {id(j): j.p_yes for _, j in judged}
         else:
-            for (_, judgment), x in zip(judged, self.features(judged), strict=True):
-                judgment.score = self.calibration.map_feature(x)
+            mapped = self.calibration.map_feature
+            scores = {id(j): mapped(x) for (_, j), x in zip(judged, self.features(judged), strict=True)}
+        scored = []
         for judgment in judgments:
+            score = scores.get(id(judgment), judgment.score)
             if judgment.error is not None:
-                judgment.applies = False
-            elif judgment.score is not None:
-                judgment.applies = judgment.score >= self.threshold
+                applies = False
+            elif score is not None:
+                applies = score >= self.threshold
             else:
-                judgment.applies = judgment.says_yes
+                applies = judgment.says_yes
+            scored.append(judgment.replace(score=score, applies=applies))
+        return scored
+
+
+class Scored(Protocol):
+    """What a fit needs of the judge whose judgments it fits: its scorer and what its scores depend on."""
+
+    @property
+    def scorer(self) -> Scorer:
+        """The judge's scorer (its calibration's reference judgments)."""
+        ...
+
+    @property
+    def model_identity(self) -> str:
+        """The judge model's identity."""
+        ...
+
+    @property
+    def scoring_version(self) -> str:
+        """The judge prompt's scoring version."""
+        ...
 
 
 class LabelledFit:
@@ -406,7 +426,7 @@ class LabelledFit:
         self.features: list[float] = []
         self.labels: list[bool] = []
 
-    def add(self, judge: PairwiseJudge, rules: Sequence[Rule], result: MatchResult, holds: Iterable[str]) -> None:
+    def add(self, judge: Scored, rules: Sequence[Rule], result: MatchResult, holds: Iterable[str]) -> None:
         """Add one example: its judgments (by a judge using :attr:`calibration`) and the rules that hold.
 
         Raises:
@@ -421,7 +441,7 @@ class LabelledFit:
         self.features.extend(judge.scorer.features(judged))
         self.labels.extend(rule.rule_id in wanted for rule, _ in judged)
 
-    def fit(self, judge: PairwiseJudge, method: Method) -> Calibration:
+    def fit(self, judge: Scored, method: Method) -> Calibration:
         """Fit the examples added so far.
 
         Raises:
@@ -437,6 +457,6 @@ class LabelledFit:
             standardise=self.calibration.standardise,
             centre_per_input=self.calibration.centre_per_input,
             model=judge.model_identity,
-            prompt_version=judge.prompt.scoring_version,
+            prompt_version=judge.scoring_version,
             note=f"fitted on {len(self.features)} labelled judgments ({sum(self.labels)} holding)",
         )

@@ -12,7 +12,7 @@ at about half the price. The flow:
 2. You upload each file, create the batches, and download their output (and
    error) files.
 3. :func:`import_openai_batch` reads those files and records each reply in
-   the judge's verdict cache (:meth:`PairwiseJudge.record`), reporting the
+   the judge's verdict cache (:meth:`ChatJudge.record`), reporting the
    requests that failed without losing the others.
 4. ``retriever.match(input)`` (or :func:`~langchain_tag.scale.bulk.match_corpus`)
    then makes no call and gives the calibrated verdicts.

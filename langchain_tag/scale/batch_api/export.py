@@ -108,7 +108,7 @@ def export_openai_batch(
             :class:`~langchain_tag.retrievers.ApplicabilityRetriever` with
             ``rules=``, and :class:`~langchain_tag.scale.inputs.InputItem` objects or
             strings), or ``{input_id: [PairRequest, ...]}`` rendered by a judge
-            (:meth:`PairwiseJudge.requests`).
+            (:meth:`ChatJudge.requests`).
         out_dir: The directory to write to (created if missing; it must not
             hold an earlier export).
         model_name: The model named in every request. For the imported

@@ -58,7 +58,7 @@ class BatchEntry:
         return self.input_id.startswith(REFERENCE_PREFIX)
 
     def pair_request(self) -> PairRequest:
-        """The request as :meth:`PairwiseJudge.record` takes it (without messages: reading a reply needs none)."""
+        """The request as :meth:`ChatJudge.record` takes it (without messages: reading a reply needs none)."""
         return PairRequest(
             key=self.key,
             rule_id=self.rule_id,

@@ -2,7 +2,7 @@
 
 :func:`import_openai_batch` checks that the judge is the one the batch was
 exported with, reads every results line, records each readable reply with
-:meth:`~langchain_tag.judging.chat.PairwiseJudge.record`, and reports what failed
+:meth:`~langchain_tag.judging.chat.ChatJudge.record`, and reports what failed
 or is missing in an :class:`ImportSummary`. :class:`BatchResultsModel` is a
 judge model that answers only from the verdict cache, for reading results
 with no live model.
@@ -211,7 +211,7 @@ def import_openai_batch(
     Each results line is ``{"id", "custom_id", "response": {"status_code",
     "request_id", "body": <chat completion>}, "error": {"code", "message"} |
     null}``. A reply is read from ``choices[0].message.content`` and
-    ``choices[0].logprobs`` and recorded with :meth:`PairwiseJudge.record`,
+    ``choices[0].logprobs`` and recorded with :meth:`ChatJudge.record`,
     so a later ``retriever.match(input)`` of an exported input makes no call.
     A failed request (an error line, a status other than 200, an unreadable
     reply) is reported in the summary and the others are recorded all the

@@ -22,8 +22,8 @@ never imports this package. The pipeline is Ray Data's own LLM processor
 calibration's reference judgments once), skips those already in the verdict
 cache, sends the rest through the pipeline with rows grouped input-major (an
 input's requests are consecutive, so a server's prefix cache keeps the input
-hot), records each reply with :meth:`PairwiseJudge.record
-<langchain_tag.judging.chat.PairwiseJudge.record>` and returns each input's
+hot), records each reply with :meth:`ChatJudge.record
+<langchain_tag.judging.chat.ChatJudge.record>` and returns each input's
 :class:`~langchain_tag.judging.chat.MatchResult` from
 :meth:`ApplicabilityRetriever.match
 <langchain_tag.retrievers.ApplicabilityRetriever.match>`, which then finds

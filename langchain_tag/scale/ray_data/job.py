@@ -16,8 +16,9 @@ from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, chat_model_of, r
 from langchain_tag.calls.recorded import RecordedReplies, prompt_key
 from langchain_tag.calls.verdict_cache import VerdictStore
 from langchain_tag.errors import ProviderError, TagError
-from langchain_tag.judging.chat import resolve_judge_prompt
-from langchain_tag.judging.pairs import Judgment, MatchResult, PairRequest
+from langchain_tag.judging.judge import resolve_judge_prompt
+from langchain_tag.judging.pairs import PairRequest
+from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.ray_data.processor import build_judge_processor, require_ray

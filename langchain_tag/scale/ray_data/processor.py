@@ -87,6 +87,11 @@ class ReplySession:
 
 
 def require_ray() -> None:
+    """Check that the modules of the ``ray`` extra (Ray Data's LLM API and ``aiohttp``) can be imported.
+
+    Raises:
+        MissingExtraError: When the ``ray`` extra is not installed.
+    """
     require_extra("ray.data.llm", EXTRA)
     require_extra("aiohttp", EXTRA)
 

@@ -107,7 +107,9 @@ def _preview(text: str, limit: int = 200) -> str:
     return repr(flat if len(flat) <= limit else flat[:limit] + "...")
 
 
-def preprocess_row(row: dict[str, Any], *, model: str, max_tokens: int | None, extra_body: dict[str, Any]) -> dict:
+def preprocess_row(
+    row: dict[str, Any], *, model: str, max_tokens: int | None, extra_body: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "payload": chat_request_body(
             json.loads(row["request"]), model=model, max_tokens=max_tokens, extra_body=extra_body

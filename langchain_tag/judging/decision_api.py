@@ -1,0 +1,143 @@
+"""The one place that touches LangChain's decision-model interfaces (beta upstream).
+
+Two shapes of the same idea, one state and many yes/no questions answered with
+a P(yes) each, are spoken here and nowhere else, so a rename upstream touches
+this file only:
+
+- ``langchain_core.decisions.BaseDecisionModel`` (``{"state": ..., "questions":
+  {name: Noul(...)}}`` in, ``ClassifierResponse`` with ``nouls[name].noul`` out);
+- ``langchain_openai.decisions.OpenAIDecisions``, OpenAI's Decisions API
+  (``{"input": ..., "questions": {name: Predicate(...)}}`` in,
+  ``DecisionResponse`` with ``predicates[name].probability`` out). It is found
+  only when ``langchain_openai.decisions`` is already imported (a user who built
+  one has imported it), so the core never loads the extra.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.decisions import (
+    BaseDecisionModel,
+    ClassifierResponse,
+    Noul,
+    NoulAnswer,
+    Question,
+    State,
+)
+from langchain_core.messages import BaseMessage
+
+__all__ = [
+    "BaseDecisionModel",
+    "ClassifierResponse",
+    "Noul",
+    "NoulAnswer",
+    "Question",
+    "State",
+    "is_decision_model",
+    "noul_answer",
+    "probabilities",
+    "question_request",
+    "state_text",
+    "unsupported_questions",
+    "usage_tokens",
+]
+
+_OPENAI_MODULE = "langchain_openai.decisions"
+
+
+def _openai_decisions_class() -> type | None:
+    module = sys.modules.get(_OPENAI_MODULE)
+    found = getattr(module, "OpenAIDecisions", None) if module is not None else None
+    return found if isinstance(found, type) else None
+
+
+def is_decision_model(model: object) -> bool:
+    """Whether ``model`` answers yes/no questions in one request (a decision model), not a chat model.
+
+    >>> from langchain_tag.testing import FakeChatModel
+    >>> is_decision_model(FakeChatModel(respond=lambda prompt: "YES"))
+    False
+    """
+    if isinstance(model, BaseDecisionModel):
+        return True
+    openai_class = _openai_decisions_class()
+    return openai_class is not None and isinstance(model, openai_class)
+
+
+def question_request(model: object, state: str, questions: Mapping[str, str]) -> dict[str, Any]:
+    """The request that asks ``model`` every yes/no question about ``state``, each named by its key.
+
+    Args:
+        model: A decision model (:func:`is_decision_model`).
+        state: The input text.
+        questions: Question name (a rule id) to its full instructions.
+
+    Returns:
+        ``{"state": ..., "questions": {name: Noul}}`` for a ``BaseDecisionModel``,
+        ``{"input": ..., "questions": {name: Predicate}}`` for ``OpenAIDecisions``.
+    """
+    if isinstance(model, BaseDecisionModel):
+        return {"state": state, "questions": {name: Noul(instructions=text) for name, text in questions.items()}}
+    predicate = sys.modules[_OPENAI_MODULE].Predicate
+    return {"input": state, "questions": {name: predicate(instructions=text) for name, text in questions.items()}}
+
+
+def probabilities(response: object) -> dict[str, float]:
+    """P(yes) per question name from a decision model's response (questions refused or missing are absent).
+
+    Raises:
+        TypeError: When ``response`` is neither a ``ClassifierResponse`` nor a ``DecisionResponse``.
+    """
+    if isinstance(response, ClassifierResponse):
+        return {name: answer.noul for name, answer in response.nouls.items()}
+    predicates = getattr(response, "predicates", None)
+    if isinstance(predicates, Mapping):
+        return {str(name): float(answer.probability) for name, answer in predicates.items()}
+    raise TypeError(f"not a decision model response: {type(response).__name__}")
+
+
+def usage_tokens(response: object) -> tuple[int, int]:
+    """Input and output tokens a decision model reported for one request (0 where not reported)."""
+    usage = getattr(response, "usage", None)
+    if isinstance(usage, Mapping):
+        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    return int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0)
+
+
+def state_text(state: State) -> str:
+    """A decision state as the text a chat judge reads: a string as is, messages as ``role: text`` lines.
+
+    >>> state_text("def f(): pass")
+    'def f(): pass'
+    >>> state_text({"code": "x = 1"})
+    '{"code": "x = 1"}'
+    """
+    if isinstance(state, str):
+        return state
+    if isinstance(state, BaseMessage):
+        return f"{state.type}: {state.text}"
+    return json.dumps(_plain(state), ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseMessage):
+        return {"role": value.type, "content": value.text}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def unsupported_questions(questions: Mapping[str, Question]) -> list[str]:
+    """The names of questions that are not ``Noul`` (with their type), for a clear refusal."""
+    return [f"{name} ({type(q).__name__})" for name, q in questions.items() if not isinstance(q, Noul)]
+
+
+def noul_answer(p_yes: float) -> NoulAnswer:
+    """A ``Noul`` answer holding ``p_yes``."""
+    return NoulAnswer(type="noul", noul=p_yes)

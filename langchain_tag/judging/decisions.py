@@ -1,0 +1,225 @@
+"""The decision-model judge: every rule of an input one yes/no question of a single request.
+
+A LangChain decision model (``langchain_core.decisions.BaseDecisionModel``, or
+``langchain_openai.decisions.OpenAIDecisions`` for OpenAI's Decisions API)
+answers many yes/no questions about one state in one request, with P(yes) for
+each. :class:`DecisionJudge` asks it, per input, one question per rule (split
+at ``max_questions``), named by the rule id, whose instructions are the judge
+predicate applied to the rule (the rule as the chat judge renders it, then the
+predicate's question). The answers' probabilities are the raw P(YES); the
+verdict cache, calibration, threshold, callbacks and async work as for the
+chat judge (:class:`~langchain_tag.judging.judge.Judge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import Callbacks
+
+from langchain_tag.calls.runner import CallRunner, Outcome, Request
+from langchain_tag.calls.verdict_cache import VerdictStore, verdict_key
+from langchain_tag.errors import ParseError
+from langchain_tag.judging.decision_api import probabilities, question_request
+from langchain_tag.judging.judge import Batch, Judge
+from langchain_tag.judging.pairs import PairRequest, combine_halves
+from langchain_tag.judging.prompts import JudgePrompt
+from langchain_tag.judging.read import Verdict
+from langchain_tag.judging.results import Judgment
+from langchain_tag.rules import Rule
+
+__all__ = ["DECISION_FORMAT", "DecisionJudge"]
+
+DECISION_FORMAT = "decision-v1"
+"""The reply format part of a decision judgment's cache key and scoring version (bump when the question wording
+built here changes)."""
+
+_Planned = tuple[
+    list[PairRequest], list[tuple[list[PairRequest], Request[dict[str, Verdict]]]], dict[str, Outcome[Verdict]]
+]
+"""One batch planned: its pair requests, the decision requests with the pairs each asks, and the cached verdicts."""
+
+NEGATED_PREFIX = "not:"
+"""Question-name prefix of a contrast prompt's negated half (the statement half is named by the rule id)."""
+
+
+def instructions(prompt: JudgePrompt, rule: Rule) -> str:
+    """A rule as one yes/no question: the rule as the judge prompt renders it, then the prompt's question.
+
+    >>> from langchain_tag.judging.prompts import JUDGE_PROMPTS
+    >>> rule = Rule(rule_id="R1", rule_name="bare except", condition="an except clause names no class", action="-")
+    >>> print(instructions(JUDGE_PROMPTS["applicability"], rule))
+    Statement: an except clause names no class
+    (rule R1)
+    Is the statement true of the input?
+    """
+    return f"{prompt.render_rule(rule)}\n{prompt.question}"
+
+
+class DecisionJudge(Judge):
+    """Judge an input's rules with a decision model: one request per input (per ``max_questions`` rules).
+
+    Takes the :class:`~langchain_tag.judging.judge.Judge` settings (``verdict_format`` does not apply: the
+    model answers with probabilities), and:
+
+    Args:
+        llm: A ``BaseDecisionModel`` or ``OpenAIDecisions``.
+        predicate: The judge prompt whose rule rendering and question make each rule's instructions.
+        max_questions: Most questions in one request; an input with more rules is asked in several.
+        **settings: The other :class:`~langchain_tag.judging.judge.Judge` settings.
+
+    Raises:
+        ValueError: When ``max_questions`` is below 1, or on a bad setting of the judge.
+    """
+
+    def __init__(self, llm: Any, predicate: Any = "applicability", *, max_questions: int = 64, **settings: Any):
+        super().__init__(llm, predicate, **settings)
+        if max_questions < 1:
+            raise ValueError(f"max_questions must be >= 1, got {max_questions}")
+        self.max_questions = max_questions
+        self.runner: CallRunner = CallRunner(
+            llm,
+            model=llm,
+            max_concurrency=self.max_concurrency,
+            max_attempts=self.max_attempts,
+            retry_backoff=self.retry_backoff,
+        )
+
+    @property
+    def scoring_version(self) -> str:
+        """The prompt's scoring version and the decision format: a chat judge's calibration does not apply."""
+        return f"{self.prompt.scoring_version}+{DECISION_FORMAT}"
+
+    def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
+        """One question per rule (and per negated half), each with its verdict-cache key; no chat messages."""
+        halves = [(self.prompt, False)] + ([(self.prompt.negation, True)] if self.prompt.negation else [])
+        return [
+            PairRequest(
+                key=verdict_key(
+                    model=self.model_identity,
+                    prompt_version=half.version,
+                    verdict_format=DECISION_FORMAT,
+                    query=query,
+                    rule_text=instructions(half, rule),
+                ),
+                rule_id=rule.rule_id,
+                prompt_version=half.version,
+                negated=negated,
+                messages=(),
+            )
+            for half, negated in halves
+            for rule in rules
+        ]
+
+    def _questions(self, query: str, rules: Sequence[Rule]) -> _Planned:
+        """The query's pair requests, the decision requests for the pairs the cache lacks, and their cached ones."""
+        pairs = self.requests(query, rules)
+        store = VerdictStore(self.cache) if self.cache is not None else None
+        cached = {p.key: found for p in pairs if store is not None and (found := store.lookup(p.key)) is not None}
+        texts = {
+            p.key: instructions(self.prompt.negation or self.prompt if p.negated else self.prompt, r)
+            for p, r in _with_rules(pairs, rules)
+        }
+        pending = list({p.key: p for p in pairs if p.key not in cached}.values())
+        calls: list[tuple[list[PairRequest], Request[dict[str, Verdict]]]] = []
+        for start in range(0, len(pending), self.max_questions):
+            chunk = pending[start : start + self.max_questions]
+            questions = {_name(p): texts[p.key] for p in chunk}
+            calls.append(
+                (
+                    chunk,
+                    Request(
+                        messages=question_request(self.llm, query, questions),
+                        parse=_reader(chunk),
+                        run_name=f"tag_judge {len(chunk)} questions",
+                        tags=["tag_judge"],
+                        metadata={"tag_rule_ids": [p.rule_id for p in chunk], "tag_predicate": self.prompt.name},
+                    ),
+                )
+            )
+        return pairs, calls, cached
+
+    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+        planned = [self._questions(text, rules) for text, rules in batches]
+        outcomes = self.runner.run([c for _, calls, _ in planned for _, c in calls], callbacks=callbacks)
+        return self._judgments(planned, outcomes)
+
+    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+        planned = [self._questions(text, rules) for text, rules in batches]
+        outcomes = await self.runner.arun([c for _, calls, _ in planned for _, c in calls], callbacks=callbacks)
+        return self._judgments(planned, outcomes)
+
+    def _judgments(
+        self, planned: Sequence[_Planned], outcomes: Sequence[Outcome[dict[str, Verdict]]]
+    ) -> list[list[Judgment]]:
+        """Each batch's raw judgments from the cache and the answers; new readable answers go to the cache."""
+        store = VerdictStore(self.cache) if self.cache is not None else None
+        found: list[list[Judgment]] = []
+        start = 0
+        for pairs, calls, cached in planned:
+            answered: dict[str, Judgment] = {}
+            for (chunk, _), outcome in zip(calls, outcomes[start : start + len(calls)], strict=True):
+                answered.update(_answers(chunk, outcome, store))
+            start += len(calls)
+            raw = [_cached(p, cached[p.key]) if p.key in cached else answered[p.key].replace() for p in pairs]
+            found.append(combine_halves(pairs, raw))
+        return found
+
+
+def _with_rules(pairs: Sequence[PairRequest], rules: Sequence[Rule]) -> list[tuple[PairRequest, Rule]]:
+    by_id = {r.rule_id: r for r in rules}
+    return [(p, by_id[p.rule_id]) for p in pairs]
+
+
+def _name(pair: PairRequest) -> str:
+    return f"{NEGATED_PREFIX}{pair.rule_id}" if pair.negated else pair.rule_id
+
+
+def _reader(chunk: Sequence[PairRequest]) -> Callable[[Any], dict[str, Verdict]]:
+    """Reads one decision response into a verdict per pair key; a missing or refused answer fails the request."""
+
+    def read(response: Any) -> dict[str, Verdict]:
+        found = probabilities(response)
+        missing = [_name(p) for p in chunk if _name(p) not in found]
+        if missing:
+            raise ParseError(f"the decision model gave no probability for: {', '.join(missing[:10])}")
+        return {p.key: Verdict(found[_name(p)] >= 0.5, found[_name(p)], "decision") for p in chunk}
+
+    return read
+
+
+def _answers(
+    chunk: Sequence[PairRequest], outcome: Outcome[dict[str, Verdict]], store: VerdictStore | None
+) -> dict[str, Judgment]:
+    """The raw judgment of every pair one request asked about; its calls and tokens count on the first."""
+    judgments = {}
+    for i, pair in enumerate(chunk):
+        verdict = outcome.value.get(pair.key) if outcome.ok and outcome.value else None
+        reply = f"P(yes)={verdict.probability:.6g}" if verdict is not None else outcome.reply
+        first = i == 0
+        judgments[pair.key] = Judgment(
+            rule_id=pair.rule_id,
+            p_yes=verdict.probability if verdict is not None else None,
+            error=None if verdict is not None else outcome.error,
+            attempts=outcome.attempts if first else 0,
+            prompt_tokens=outcome.prompt_tokens if first else 0,
+            completion_tokens=outcome.completion_tokens if first else 0,
+            reply=reply,
+            says_yes=verdict.applies if verdict is not None else False,
+        )
+        if verdict is not None and store is not None:
+            store.keep(pair.key, verdict, reply)
+    return judgments
+
+
+def _cached(pair: PairRequest, outcome: Outcome[Verdict]) -> Judgment:
+    verdict = outcome.value
+    assert verdict is not None
+    return Judgment(
+        rule_id=pair.rule_id,
+        p_yes=verdict.probability,
+        reply=outcome.reply,
+        cached=True,
+        says_yes=verdict.applies,
+    )

@@ -1,0 +1,309 @@
+"""The judge protocol: what every judge of (input, rule) pairs does, whatever model answers.
+
+A :class:`Judge` holds the settings (prompt, threshold, calibration, cache,
+concurrency) and does the steps every judge shares: it plans the query's
+judgments and the reference judgments its calibration needs, asks its model
+(:meth:`Judge._call`: the one step each kind of judge does its own way), scores
+the raw judgments with the :class:`~langchain_tag.judging.calibration.scorer.Scorer`,
+and reports failures. Two judges implement the call:
+
+- :class:`~langchain_tag.judging.chat.ChatJudge`: one chat request per pair,
+  a one-token verdict read from logprobs;
+- :class:`~langchain_tag.judging.decisions.DecisionJudge`: a LangChain decision
+  model, every rule of an input a yes/no question of one request.
+
+:func:`judge_class` picks the one for a model.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.callbacks import Callbacks
+
+from langchain_tag.calls.identity import describe_model, model_identity
+from langchain_tag.calls.verdict_cache import VerdictCache
+from langchain_tag.errors import JudgmentsFailedError, ProviderError
+from langchain_tag.judging.calibration.model import Calibration
+from langchain_tag.judging.calibration.scorer import ReferenceBook, Scorer, check_reference_inputs, resolve_default
+from langchain_tag.judging.context_window import check_context, context_tokens_from_env
+from langchain_tag.judging.pairs import PairRequest
+from langchain_tag.judging.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
+from langchain_tag.judging.results import Judgment, MatchResult
+from langchain_tag.rules import Rule
+
+__all__ = ["Batch", "Judge", "JudgeState", "resolve_judge_prompt", "scored_pairs"]
+
+logger = logging.getLogger("langchain_tag.judging.chat")  # the judges' warnings, under one logger
+
+Batch = tuple[str, Sequence[Rule]]
+"""One input and the rules to judge it against."""
+
+
+def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
+    """Return the judge prompt for a registry name or pass one through.
+
+    Raises:
+        ValueError: For an unknown name, listing the known ones.
+    """
+    if isinstance(predicate, JudgePrompt):
+        return predicate
+    try:
+        return JUDGE_PROMPTS[predicate]
+    except KeyError:
+        known = ", ".join(sorted(JUDGE_PROMPTS))
+        raise ValueError(f"unknown judge predicate {predicate!r}; choose one of: {known}") from None
+
+
+def scored_pairs(rules: Sequence[Rule], result: MatchResult) -> list[tuple[Rule, Judgment]]:
+    """The ``(rule, judgment)`` pairs of a result whose judgment gave a P(YES) without error."""
+    pairs = zip(rules, result.judgments, strict=True)
+    return [(r, j) for r, j in pairs if j.p_yes is not None and j.error is None]
+
+
+@dataclass
+class JudgeState:
+    """What judging keeps between calls; the per-call judges of one retriever share it.
+
+    Attributes:
+        references: Reference judgments' log-odds, keyed by model, prompt, input and rule.
+        defaults: Shipped calibrations resolved for (model, scoring version, reference inputs).
+        identities: Model identities already worked out, by the model object's id.
+        warned: Warnings given once (for example that replies carry no logprobs).
+    """
+
+    references: dict[str, float] = field(default_factory=dict)
+    defaults: dict[tuple[str, str, tuple[str, ...] | None], Calibration | None] = field(default_factory=dict)
+    identities: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
+
+    def identity(self, llm: Any) -> str:
+        """The identity of ``llm`` (:func:`~langchain_tag.calls.identity.model_identity`), worked out once per model."""
+        known = self.identities.get(id(llm))
+        if known is None or known[0] is not llm:
+            known = self.identities[id(llm)] = (llm, model_identity(llm))
+        return known[1]
+
+
+def _check_settings(
+    threshold: float | None, calibration: Calibration | str | None, reference_inputs: Sequence[str] | None
+) -> None:
+    """Refuse a threshold outside [0, 1], and reference inputs with a calibration of one's own."""
+    if reference_inputs is not None and calibration != "default":
+        raise ValueError(
+            "reference_inputs= selects the shipped domain-reference calibration, so it needs "
+            'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
+        )
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+
+
+def _note_missing_logprobs(llm: Any, judgments: Sequence[Judgment], warned: set[str]) -> None:
+    """Warn once when replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
+    answered = [j for j in judgments if j.attempts and j.error is None and not j.cached]
+    if not answered or "no_logprobs" in warned or any(j.p_yes is not None for j in answered):
+        return
+    warned.add("no_logprobs")
+    logger.warning(
+        "%s gave no logprobs: verdicts are read from the reply text, so there is no P(YES) score and "
+        "threshold and calibration do not apply; configure logprobs where the provider offers them "
+        "(e.g. llm.bind(logprobs=True, top_logprobs=5, max_tokens=1))",
+        describe_model(llm),
+    )
+
+
+class Judge(ABC):
+    """Judge every (input, rule) pair of a query: plan, call the model, score, report failures.
+
+    Its settings mean what the :class:`~langchain_tag.retrievers.ApplicabilityRetriever` fields of the same
+    names mean (see their docstrings); the retriever builds one of these per call from its fields.
+
+    Args:
+        llm: The model that answers (a chat model for :class:`~langchain_tag.judging.chat.ChatJudge`, a
+            decision model for :class:`~langchain_tag.judging.decisions.DecisionJudge`).
+        predicate: A :class:`~langchain_tag.judging.prompts.JudgePrompt` or its registry name.
+        verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
+        threshold: Calibrated score for YES; ``None``: the calibration's, else 0.5.
+        max_concurrency: Most judgments in flight at once.
+        max_attempts: Calls per pair before a failure is counted as NO.
+        cache: A verdict cache; pairs found there cost no call.
+        retry_backoff: Base delay in seconds before resending requests that raised, when the client does not.
+        context_tokens: The model's context window (``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when set).
+        calibration: ``"default"``, a :class:`~langchain_tag.judging.calibration.Calibration`, or ``None`` (raw P(YES)).
+        strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError` when any judgment failed.
+        reference_inputs: Your own unlabelled sample for the shipped domain-reference default.
+        state: What is kept between calls (reference judgments, warnings given), shared by a retriever's judges.
+
+    Raises:
+        ValueError: On a bad threshold, concurrency or attempt count, or ``reference_inputs`` with a
+            calibration other than ``"default"``.
+        CalibrationError: When ``reference_inputs`` holds too few inputs.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        predicate: str | JudgePrompt = "applicability",
+        *,
+        verdict_format: VerdictFormat = "token",
+        threshold: float | None = None,
+        max_concurrency: int = 8,
+        max_attempts: int = 2,
+        cache: VerdictCache | None = None,
+        retry_backoff: float = 0.5,
+        context_tokens: int | None = None,
+        calibration: Calibration | Literal["default"] | None = "default",
+        strict: bool = False,
+        reference_inputs: Sequence[str] | None = None,
+        state: JudgeState | None = None,
+    ) -> None:
+        _check_settings(threshold, calibration, reference_inputs)
+        self.llm = llm
+        self.predicate = predicate
+        self.prompt = resolve_judge_prompt(predicate)
+        self.verdict_format: VerdictFormat = verdict_format
+        self.threshold = threshold
+        self.cache = cache
+        self.context_tokens = context_tokens if context_tokens is not None else context_tokens_from_env()
+        self.strict = strict
+        self.reference_inputs = check_reference_inputs(reference_inputs) if reference_inputs is not None else None
+        self.calibration = calibration
+        self.state = state if state is not None else JudgeState()
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.max_concurrency = max_concurrency
+        self.max_attempts = max_attempts
+        self.retry_backoff = retry_backoff
+
+    # ------------------------------------------------------------ settings
+    @property
+    def model_identity(self) -> str:
+        """The judge model's identity (cache keys, default calibrations)."""
+        return self.state.identity(self.llm)
+
+    @property
+    def scoring_version(self) -> str:
+        """What this judge's scores depend on besides the model: the prompt's scoring version."""
+        return self.prompt.scoring_version
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The calibration in use (``"default"`` resolved for this judge's model and prompt)."""
+        if self._calibration != "default":
+            return self._calibration
+        version, memo = self.scoring_version, self.state.defaults
+        return resolve_default(self.model_identity, version, self.reference_inputs, memo)
+
+    @calibration.setter
+    def calibration(self, value: Calibration | Literal["default"] | None) -> None:
+        self._calibration = value
+
+    @property
+    def decision_threshold(self) -> float:
+        """The threshold applied: this judge's own, else the calibration's, else 0.5."""
+        if self.threshold is not None:
+            return self.threshold
+        calibration = self.calibration
+        return calibration.threshold if calibration is not None and calibration.threshold is not None else 0.5
+
+    @property
+    def scorer(self) -> Scorer:
+        """The scorer of this judge's verdicts (its reference judgments kept in :attr:`state`)."""
+        book = ReferenceBook(self._reference_key, self.state.references)
+        return Scorer(self.calibration, self.decision_threshold, book)
+
+    def _reference_key(self, reference: str, rule: Rule) -> str:
+        parts = (self.model_identity, self.scoring_version, self.verdict_format, reference)
+        return "\x00".join((*parts, self.prompt.render_rule(rule)))
+
+    def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
+        """The rule's mean log-odds of YES on the calibration's reference inputs, and their spread, if judged."""
+        return self.scorer.reference_log_odds(rule)
+
+    # ------------------------------------------------------------ judging
+    def judge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
+        """Judge ``query`` against every rule (and, once per rule, the calibration's reference inputs).
+
+        Raises:
+            ProviderError: When every call raised (nothing could be judged).
+            InputTooLongError: When a prompt would not fit the context window.
+            JudgmentsFailedError: With ``strict``, when any judgment failed.
+        """
+        scorer, batches = self._plan(query, rules)
+        return self._conclude(scorer, batches, self._call(batches, callbacks))
+
+    async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
+        """Async twin of :meth:`judge`."""
+        scorer, batches = self._plan(query, rules)
+        return self._conclude(scorer, batches, await self._acall(batches, callbacks))
+
+    def _plan(self, query: str, rules: Sequence[Rule]) -> tuple[Scorer, list[Batch]]:
+        """The scorer, and what to judge: the query first, then the reference judgments it needs."""
+        check_context(self.prompt, self.verdict_format, query, rules, self.context_tokens)
+        scorer = self.scorer
+        return scorer, [(query, rules), *scorer.needed_references(rules)]
+
+    # ------------------------------------------------------------ what each kind of judge does its own way
+    @abstractmethod
+    def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
+        """The judgments of ``query`` against ``rules`` as plain data: one per rule (and per negated half).
+
+        Each carries the verdict-cache key of its judgment, so a job can tell which are cached.
+        """
+
+    def reference_requests(self, rules: Sequence[Rule]) -> list[PairRequest]:
+        """The requests the calibration's reference judgments need for ``rules`` (none without references)."""
+        return [r for ref, missing in self.scorer.needed_references(rules) for r in self.requests(ref, missing)]
+
+    @abstractmethod
+    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+        """Ask the model: one raw (unscored) judgment per rule of each batch, in order."""
+
+    @abstractmethod
+    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+        """Async twin of :meth:`_call`."""
+
+    def _conclude(self, scorer: Scorer, batches: Sequence[Batch], raw: Sequence[list[Judgment]]) -> MatchResult:
+        """Keep the reference judgments, score the query's with the scorer, and report failures."""
+        (query, rules), judgments = batches[0], raw[0]
+        for (reference, missing), found in zip(batches[1:], raw[1:], strict=True):
+            scorer.references.add(reference, missing, found)
+        _note_missing_logprobs(self.llm, judgments, self.state.warned)
+        result = MatchResult(query=query, predicate=self.prompt.name, judgments=scorer.decide(rules, judgments))
+        return self._settle(result)
+
+    def _settle(self, result: MatchResult) -> MatchResult:
+        """Return the result, logging its failures; raise when the provider answered nothing, or with ``strict``."""
+        failed = result.failed
+        if not failed:
+            return result
+        if len(failed) == len(result.judgments) and all(not j.reply for j in failed):
+            raise ProviderError(
+                f"all {len(result.judgments)} judgments failed calling {describe_model(self.llm)}; "
+                f"last: judgment of rule {failed[-1].rule_id} after {failed[-1].attempts} attempt(s): "
+                f"{failed[-1].error}"
+            )
+        ids = [j.rule_id for j in failed]
+        if self.strict:
+            raise JudgmentsFailedError(
+                f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
+                f"after {self.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
+                failed_rule_ids=ids,
+                result=result,
+            )
+        logger.warning(
+            "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s; first: %s",
+            len(failed),
+            len(result.judgments),
+            describe_model(self.llm),
+            self.max_attempts,
+            ", ".join(ids),
+            "; ".join(f"{j.rule_id} ({j.error})" for j in failed[:3]),
+        )
+        return result
