@@ -1,0 +1,420 @@
+"""Judging with a LangChain decision model: every rule of an input one question of a single request.
+
+The fakes answer from the text alone, never from call order: P(yes) of a rule
+is high when its id (``R3``) is listed in the input, low otherwise, and a
+little different for every rule so the returned order is fixed. The same
+numbers come from three places: a fake ``BaseDecisionModel``, a chat model
+whose first-token logprobs give them, and a loopback fake of OpenAI's
+``/v1/decisions`` endpoint behind ``OpenAIDecisions``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_socket
+from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, Noul, NoulAnswer, Question, State
+from langchain_core.documents import Document
+from langchain_openai.decisions import OpenAIDecisions  # importing it lets the package recognise OpenAIDecisions
+from pydantic import PrivateAttr
+
+from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+from langchain_tag.judging import decision_api
+from langchain_tag.judging.chat import ChatJudge
+from langchain_tag.judging.decisions import DecisionJudge, instructions
+from langchain_tag.judging.prompts import JUDGE_PROMPTS
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.scale.bulk import amatch_corpus, match_corpus
+from langchain_tag.testing import FakeChatModel, judged_rule_id
+
+RULES = [
+    Rule(
+        rule_id=f"R{n}",
+        rule_name=f"rule number {n}",
+        condition=f"the input shows pattern number {n}",
+        action=f"fix pattern {n}",
+    )
+    for n in range(1, 13)
+]
+RULE_IDS = [r.rule_id for r in RULES]
+
+INPUTS = [
+    "def f():\n    pass  # shows R3 and R7",
+    "x = [1, 2]  # shows R1, R5 and R12",
+    "a plain sentence that lists no rule at all",
+    "R2 R4 R6 R8 R10",
+]
+
+_LISTED = re.compile(r"\bR\d+\b")
+_RULE_LINE = re.compile(r"^\(rule (\S+)\)$", re.MULTILINE)
+_CHAT_INPUT = re.compile(r"INPUT:\n<<<\n(.*?)\n>>>", re.DOTALL)
+
+
+def p_yes(state: str, rule_id: str) -> float:
+    """P(yes) of a rule for an input: above 0.5 when the input lists the rule's id, below otherwise."""
+    n = int(rule_id[1:])
+    return 0.55 + 0.03 * n if rule_id in _LISTED.findall(state) else 0.04 + 0.02 * n
+
+
+def expected_ids(state: str) -> list[str]:
+    """The rule ids an input matches at raw P(yes) >= 0.5, highest P(yes) first."""
+    found = [r for r in RULE_IDS if p_yes(state, r) >= 0.5]
+    return sorted(found, key=lambda r: -p_yes(state, r))
+
+
+def rule_of(text: str) -> str:
+    """The rule id a question's instructions name (``(rule R3)``)."""
+    found = _RULE_LINE.search(text)
+    assert found is not None, text
+    return found.group(1)
+
+
+# --------------------------------------------------------------------------- fakes
+class FakeDecisions(BaseDecisionModel):
+    """A decision model answering each ``Noul`` from the state and the question's instructions.
+
+    Attributes:
+        omit: Rule ids whose questions get no answer in the response.
+    """
+
+    model: str = "fake-decisions"
+    omit: frozenset[str] = frozenset()
+
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _asked: list[tuple[str, dict[str, str]]] = PrivateAttr(default_factory=list)
+
+    @property
+    def _provider(self) -> str:
+        return "fake"
+
+    @property
+    def requests(self) -> int:
+        with self._lock:
+            return len(self._asked)
+
+    @property
+    def asked(self) -> list[tuple[str, dict[str, str]]]:
+        """Every request received: its state and its questions' instructions by name."""
+        with self._lock:
+            return list(self._asked)
+
+    def _classify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        assert isinstance(state, str)
+        texts: dict[str, str] = {}
+        for name, question in questions.items():
+            assert isinstance(question, Noul)
+            assert isinstance(question.instructions, str)
+            texts[name] = question.instructions
+        with self._lock:
+            self._asked.append((state, texts))
+        answers: dict[str, Any] = {
+            name: NoulAnswer(type="noul", noul=p_yes(state, rule_of(text)))
+            for name, text in texts.items()
+            if rule_of(text) not in self.omit
+        }
+        usage = {"input_tokens": len(state.split()) + sum(len(t.split()) for t in texts.values()), "output_tokens": 1}
+        return ClassifierResponse(model=self.model, answers=answers, usage=usage)
+
+
+def chat_judge() -> FakeChatModel:
+    """A chat judge whose first-token logprobs give the same P(YES) per (input, rule) as the decision fakes."""
+
+    def respond(prompt: str) -> tuple[str, float]:
+        found = _CHAT_INPUT.search(prompt)
+        rule_id = judged_rule_id(prompt)
+        assert found is not None and rule_id is not None, prompt
+        p = p_yes(found.group(1), rule_id)
+        return ("YES" if p >= 0.5 else "NO"), p
+
+    return FakeChatModel(respond=respond, with_logprobs=True)
+
+
+def view(docs: Sequence[Document]) -> list[tuple[Any, ...]]:
+    """What a retrieval returned: each document's id, rule id, verdict, raw P(YES) and score (rounded)."""
+    return [
+        (
+            d.id,
+            d.metadata["rule_id"],
+            d.metadata["tag_verdict"],
+            round(d.metadata["tag_p_yes"], 9),
+            round(d.metadata["tag_score"], 9),
+            d.metadata.get("tag_failed_rule_ids"),
+        )
+        for d in docs
+    ]
+
+
+def decision_retriever(llm: Any, **options: Any) -> ApplicabilityRetriever:
+    return ApplicabilityRetriever(llm=llm, rules=RULES, **options)
+
+
+def chat_retriever() -> ApplicabilityRetriever:
+    return ApplicabilityRetriever(llm=chat_judge(), rules=RULES, calibration=None)
+
+
+# --------------------------------------------------------------------------- the decision judge
+def test_the_retriever_picks_the_decision_judge() -> None:
+    assert isinstance(decision_retriever(FakeDecisions()).judge, DecisionJudge)
+    assert isinstance(chat_retriever().judge, ChatJudge)
+
+
+@pytest.mark.parametrize(
+    ("model", "calibration"),
+    [
+        ("fake-decisions", None),
+        ("fake-decisions", "default"),
+        # A family with a shipped chat calibration: a decision judge's scores are not the chat judge's.
+        ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "default"),
+    ],
+)
+def test_invoke_one_request_the_chat_judges_documents(model: str, calibration: Any) -> None:
+    fake = FakeDecisions(model=model)
+    retriever = decision_retriever(fake, calibration=calibration)
+    assert retriever.judge.calibration is None
+    assert retriever.judge.decision_threshold == 0.5
+
+    docs = retriever.invoke(INPUTS[0])
+
+    assert fake.requests == 1
+    assert [d.id for d in docs] == [d.metadata["rule_id"] for d in docs] == expected_ids(INPUTS[0]) == ["R7", "R3"]
+    assert view(docs) == view(chat_retriever().invoke(INPUTS[0]))
+    assert all(d.metadata["tag_score"] == d.metadata["tag_p_yes"] for d in docs)  # raw P(YES) decides
+
+    state, questions = fake.asked[0]
+    assert state == INPUTS[0]
+    assert list(questions) == RULE_IDS  # one question per rule, named by its id
+    assert questions == {r.rule_id: instructions(JUDGE_PROMPTS["applicability"], r) for r in RULES}
+
+
+async def test_ainvoke_one_request_the_chat_judges_documents() -> None:
+    fake = FakeDecisions()
+    docs = await decision_retriever(fake, calibration=None).ainvoke(INPUTS[1])
+    assert fake.requests == 1
+    assert [d.id for d in docs] == expected_ids(INPUTS[1]) == ["R12", "R5", "R1"]
+    assert view(docs) == view(await chat_retriever().ainvoke(INPUTS[1]))
+
+
+def test_batch_one_request_per_input() -> None:
+    fake = FakeDecisions()
+    found = decision_retriever(fake).batch(INPUTS[:3])
+    assert fake.requests == 3
+    assert sorted(state for state, _ in fake.asked) == sorted(INPUTS[:3])
+    assert [[d.id for d in docs] for docs in found] == [expected_ids(q) for q in INPUTS[:3]]
+    assert [view(docs) for docs in found] == [view(docs) for docs in chat_retriever().batch(INPUTS[:3])]
+
+
+def test_the_same_input_again_is_answered_by_the_verdict_cache() -> None:
+    fake = FakeDecisions()
+    retriever = decision_retriever(fake)
+    first = retriever.invoke(INPUTS[1])
+    again = retriever.invoke(INPUTS[1])
+    assert fake.requests == 1
+    assert view(again) == view(first)
+    assert retriever.last_match is not None and retriever.last_match.cache_hits == len(RULES)
+    assert retriever.last_match.calls == 0
+
+
+def test_max_questions_splits_the_rules_into_several_requests() -> None:
+    fake = FakeDecisions()
+    result = DecisionJudge(fake, max_questions=5, calibration=None).judge(INPUTS[3], RULES)
+
+    assert fake.requests == 3
+    assert sorted(len(questions) for _, questions in fake.asked) == [2, 5, 5]
+    assert sorted(name for _, questions in fake.asked for name in questions) == sorted(RULE_IDS)
+    assert result.calls == 3
+    assert result.prompt_tokens > 0 and result.completion_tokens == 3
+
+    whole = DecisionJudge(FakeDecisions(), calibration=None).judge(INPUTS[3], RULES)
+    assert [(j.rule_id, j.applies, j.p_yes) for j in result.judgments] == [
+        (j.rule_id, j.applies, j.p_yes) for j in whole.judgments
+    ]
+    assert [j.rule_id for j in result.matched] == expected_ids(INPUTS[3])
+
+
+def test_the_retriever_keeps_the_default_of_64_questions() -> None:
+    judge = decision_retriever(FakeDecisions()).judge
+    assert isinstance(judge, DecisionJudge) and judge.max_questions == 64
+    with pytest.raises(ValueError, match="max_questions"):
+        DecisionJudge(FakeDecisions(), max_questions=0)
+
+
+_MISSING_ANSWER_BUG = (
+    "decisions._reader raises ParseError for the whole request when one question has no answer: every rule of "
+    "that request fails (retried once), and when that is every rule of the input, Judge._settle raises "
+    "ProviderError"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=_MISSING_ANSWER_BUG)
+def test_a_question_missing_from_the_response_is_one_failed_judgment() -> None:
+    fake = FakeDecisions(omit=frozenset({"R4"}))
+    retriever = decision_retriever(fake)
+
+    result = retriever.match(INPUTS[3])  # lists R4: had it been answered, it would match
+
+    assert [j.rule_id for j in result.failed] == ["R4"]
+    missing = result.judgments[RULE_IDS.index("R4")]
+    assert missing.error and not missing.applies and missing.p_yes is None
+    assert [j.rule_id for j in result.matched] == [r for r in expected_ids(INPUTS[3]) if r != "R4"]
+    docs = retriever.invoke(INPUTS[3])
+    assert [d.id for d in docs] == ["R10", "R8", "R6", "R2"]
+    assert {d.metadata["tag_failed_rule_ids"] for d in docs} == {"R4"}
+
+
+@pytest.mark.xfail(strict=True, reason=_MISSING_ANSWER_BUG)
+def test_a_question_missing_from_one_of_several_requests_fails_that_judgment_only() -> None:
+    fake = FakeDecisions(omit=frozenset({"R4"}))
+    result = DecisionJudge(fake, max_questions=5, calibration=None).judge(INPUTS[3], RULES)
+    assert [j.rule_id for j in result.failed] == ["R4"]
+    assert [j.rule_id for j in result.matched] == [r for r in expected_ids(INPUTS[3]) if r != "R4"]
+
+
+def test_the_adapter_refuses_a_response_of_the_wrong_type() -> None:
+    with pytest.raises(TypeError, match="not a decision model response"):
+        decision_api.probabilities(object())
+
+
+# --------------------------------------------------------------------------- bulk jobs resume from the verdict cache
+def test_match_corpus_resumes_from_the_sqlite_cache(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    first_fake = FakeDecisions()
+    first = list(
+        match_corpus(INPUTS, decision_retriever(first_fake, cache=SQLiteVerdictCache(path)), show_progress=False)
+    )
+    assert first_fake.requests == len(INPUTS)
+    assert [[m["rule_id"] for m in record["matched"]] for record in first] == [expected_ids(q) for q in INPUTS]
+    assert all(record["failed"] == [] for record in first)
+
+    again_fake = FakeDecisions()
+    again = list(
+        match_corpus(INPUTS, decision_retriever(again_fake, cache=SQLiteVerdictCache(path)), show_progress=False)
+    )
+    assert again_fake.requests == 0
+    assert again == first
+
+
+async def test_amatch_corpus_resumes_from_the_sqlite_cache(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    first_fake = FakeDecisions()
+    retriever = decision_retriever(first_fake, cache=SQLiteVerdictCache(path))
+    first = [record async for record in amatch_corpus(INPUTS, retriever, show_progress=False)]
+    assert first_fake.requests == len(INPUTS)
+
+    again_fake = FakeDecisions()
+    retriever = decision_retriever(again_fake, cache=SQLiteVerdictCache(path))
+    again = [record async for record in amatch_corpus(INPUTS, retriever, show_progress=False)]
+    assert again_fake.requests == 0
+    assert again == first
+    assert first == list(match_corpus(INPUTS, decision_retriever(FakeDecisions()), show_progress=False))
+
+
+# --------------------------------------------------------------------------- OpenAIDecisions against a loopback server
+LOOPBACK = ["127.0.0.1", "::1"]
+
+
+class FakeDecisionsServer:
+    """OpenAI's ``POST /v1/decisions`` on 127.0.0.1, answering each predicate from its instructions and the input.
+
+    Attributes:
+        bodies: Every request body received.
+        paths: Every request path received.
+    """
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    server.bodies.append(body)
+                    server.paths.append(self.path)
+                status, payload = server.reply(self.path, body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    @staticmethod
+    def reply(path: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        if path != "/v1/decisions":
+            return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
+        state = body["input"]
+        answers = [
+            {"name": q["name"], "type": "predicate", "probability": p_yes(state, rule_of(q["instructions"]))}
+            for q in body["questions"]
+        ]
+        usage = {"input_tokens": len(state.split()), "output_tokens": len(answers)}
+        return 200, {"model": body["model"], "answers": answers, "usage": usage}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def decisions_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDecisionsServer]:
+    """The fake endpoint, with connections allowed to the loopback address only (the test is ``enable_socket``)."""
+    pytest_socket.socket_allow_hosts(LOOPBACK, allow_unix_socket=True)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    server = FakeDecisionsServer()
+    yield server
+    server.close()
+
+
+@pytest.mark.enable_socket
+@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
+async def test_openai_decisions_end_to_end(decisions_server: FakeDecisionsServer) -> None:
+    llm = OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=decisions_server.base_url, max_retries=0)
+    assert decision_api.is_decision_model(llm)
+    retriever = decision_retriever(llm)
+    assert isinstance(retriever.judge, DecisionJudge)
+
+    found = retriever.batch(INPUTS[:3])
+    found.append(await retriever.ainvoke(INPUTS[3]))
+
+    assert len(decisions_server.bodies) == len(INPUTS)  # one POST per input
+    assert set(decisions_server.paths) == {"/v1/decisions"}
+    assert sorted(body["input"] for body in decisions_server.bodies) == sorted(INPUTS)
+    for body in decisions_server.bodies:
+        assert body["model"] == "fake-luna"
+        assert [q["type"] for q in body["questions"]] == ["predicate"] * len(RULES)
+        assert [q["name"] for q in body["questions"]] == RULE_IDS
+        assert [rule_of(q["instructions"]) for q in body["questions"]] == RULE_IDS
+        assert {q["name"]: q["instructions"] for q in body["questions"]} == {
+            r.rule_id: instructions(JUDGE_PROMPTS["applicability"], r) for r in RULES
+        }
+
+    assert [[d.id for d in docs] for docs in found] == [expected_ids(q) for q in INPUTS]
+    reference = decision_retriever(FakeDecisions())
+    assert [view(docs) for docs in found] == [view(reference.invoke(q)) for q in INPUTS]
+
+    again = retriever.invoke(INPUTS[0])  # from the verdict cache: no POST
+    assert len(decisions_server.bodies) == len(INPUTS)
+    assert view(again) == view(found[0])
