@@ -119,8 +119,9 @@ def unfence(text: str) -> str:
 
 
 def resolve_executor_prompt(executor: str | ExecutorPrompt) -> ExecutorPrompt:
-    """Return the executor prompt for a registry key (:data:`~langchain_tag.executors.EXECUTOR_PROMPTS`) or pass one
-    through.
+    """Return the executor prompt for a registry key, or pass one through.
+
+    The keys are those of :data:`~langchain_tag.executors.EXECUTOR_PROMPTS`.
 
     Raises:
         ValueError: For an unknown key, listing the known ones.

@@ -191,7 +191,7 @@ class _Pipeline:
         self.embeddings = embeddings
         self.k = k
         self.executor = executor_chain(llm, executor=executor)
-        self._similarity: Any = None
+        self._similarity: tuple[BaseRetriever | None, UnitKind] | None = None
         self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
 
     # -- extract
@@ -282,7 +282,7 @@ def build_tag_graph(
     k: int = 10,
     checkpointer: Any = None,
     unit_kind: UnitKind = "rules",
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the extract -> retrieve -> execute graph.
 
     Args:

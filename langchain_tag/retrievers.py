@@ -344,8 +344,11 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
 
     @property
     def judge(self) -> Judge:
-        """The pairwise judge as the next call will use it: its ``calibration``, ``decision_threshold``,
-        ``reference_log_odds``, and the pure ``requests``/``record`` steps for other engines."""
+        """The judge as the next call will use it.
+
+        Its ``calibration``, ``decision_threshold``, ``reference_log_odds``, and (a chat judge) the pure
+        ``requests``/``record`` steps for other engines.
+        """
         return self._judge()
 
     @property

@@ -27,7 +27,6 @@ __all__ = [
     "rule_documents",
     "rule_extras",
     "rules_from_documents",
-    "rules_to_documents",
     "rules_to_jsonl",
     "save_rules",
 ]
@@ -199,11 +198,6 @@ def rule_extras(metadata: dict[str, Any]) -> dict[str, Any]:
                 value = json.loads(value)
         extras[key] = value
     return extras
-
-
-def rules_to_documents(rules: Iterable[Rule], *, content: DocumentContent = "action") -> list[Document]:
-    """Convert rules to rule ``Document`` objects (``content`` as in :meth:`Rule.to_document`)."""
-    return [rule.to_document(content=content) for rule in rules]
 
 
 def rule_documents(items: Iterable[Document | Rule]) -> list[Document]:

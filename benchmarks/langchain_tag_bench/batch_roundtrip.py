@@ -1,4 +1,4 @@
-"""The Batch API path on a real model's verdicts: export, answer from those verdicts, import, compare.
+r"""The Batch API path on a real model's verdicts: export, answer from those verdicts, import, compare.
 
 Run after a bulk job (``langchain-tag match --inputs F --rules R -o OUT --verdicts V``): the same job is
 exported with ``langchain-tag batch export`` into an empty cache, each request is answered with the
@@ -58,6 +58,7 @@ def compare_results(got: Path, expected: Path) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the round trip and print its comparison; the exit code is 0 when the two files agree."""
     parser = argparse.ArgumentParser(prog="python -m langchain_tag_bench.batch_roundtrip", description=__doc__)
     parser.add_argument("--inputs", required=True, type=Path)
     parser.add_argument("--rules", required=True, type=Path)

@@ -110,9 +110,11 @@ class InstantEndpoint:
 
     @property
     def base_url(self) -> str:
+        """The endpoint's OpenAI-compatible base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     def close(self) -> None:
+        """Stop the endpoint's process."""
         self._process.terminate()
         self._process.join(5)
 

@@ -1,6 +1,8 @@
 # ruff: noqa: E501  (prompt text reads better unwrapped)
-"""The benchmark's own prompts: the NBA and passage judges, the rule-first
-baseline, the NPOV rewrite grader and the NPOV, HumanEval and NBA executors.
+"""The benchmark's own prompts.
+
+The NBA and passage judges, the rule-first baseline, the NPOV rewrite grader
+and the NPOV, HumanEval and NBA executors.
 
 They are passed to the library as :class:`~langchain_tag.judging.prompts.JudgePrompt`
 and :class:`~langchain_tag.executors.ExecutorPrompt` objects, so the benchmark

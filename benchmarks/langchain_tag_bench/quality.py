@@ -470,8 +470,10 @@ class QualityMethod:
 
     @property
     def record_method(self) -> str | None:
-        """The records this row reads (``tag-raw`` reads ``tag``'s, ``listwise@K`` the ``listwise`` ranking;
-        ``all_rules`` needs none)."""
+        """The records this row reads.
+
+        ``tag-raw`` reads ``tag``'s, ``listwise@K`` the ``listwise`` ranking; ``all_rules`` needs none.
+        """
         if self.kind == "all_rules":
             return None
         if self.kind == "listwise":
@@ -512,7 +514,9 @@ class QualityMethod:
 
 
 def parse_quality_methods(text: str) -> list[QualityMethod]:
-    """Parse ``--methods``: ``tag``, ``tag-raw``, ``tag-calibrated:FILE``, ``tag-fitted``, ``all_rules``,
+    """Parse ``--methods``.
+
+    The names: ``tag``, ``tag-raw``, ``tag-calibrated:FILE``, ``tag-fitted``, ``all_rules``,
     ``rules_similarity[@K]``, ``chunks_similarity[@K]`` (without ``@K``: K in 1, 3, 5 and 1, 2, 3, 5),
     ``llm_filter``, ``listwise[@K]`` (without ``@K``: K in 1, 3, 5), ``all`` (the default rows; not the peers).
 

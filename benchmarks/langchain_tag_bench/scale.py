@@ -1,4 +1,4 @@
-"""Judging throughput in process and through Ray Data, side by side, on the same model server.
+r"""Judging throughput in process and through Ray Data, side by side, on the same model server.
 
 The same job, N inputs (the demo set's code) against M rules (pycodestyle
 checks), is judged twice from empty verdict caches:
@@ -66,6 +66,7 @@ class EngineTiming:
 
     @property
     def per_second(self) -> float:
+        """Judgments per second."""
         return self.judgments / self.seconds if self.seconds > 0 else 0.0
 
 

@@ -97,7 +97,7 @@ def _splice(source: str, edits: Iterable[Edit]) -> str:
 
 
 def _char_col(line: str, byte_col: int) -> int:
-    """ast's UTF-8 byte column as a character column."""
+    """Ast's UTF-8 byte column as a character column."""
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
 

@@ -1,0 +1,1 @@
+"""Model calls: the call runner, fault handling, model identity, reply reading and the verdict cache."""

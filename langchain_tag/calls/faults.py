@@ -103,5 +103,6 @@ def backoff_delay(attempt: int, *, base: float, cap: float = 30.0, rng: random.R
     """
     if base <= 0:
         return 0.0
-    ceiling = min(cap, base * 2 ** max(0, attempt - 1))
-    return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
+    ceiling: float = min(cap, base * 2 ** max(0, attempt - 1))
+    jitter: float = (rng or random).uniform(0, ceiling / 2)
+    return ceiling / 2 + jitter

@@ -57,8 +57,10 @@ def redact_urls(text: str) -> str:
 
 
 def chat_model_of(llm: Any) -> Any:
-    """The chat model inside a runnable built from it: ``llm.bind(...)``, ``.with_retry()``, ``.with_config()``
-    or ``.with_fallbacks()`` (the primary model); ``llm`` itself otherwise."""
+    """The chat model inside a runnable built from it, else ``llm`` itself.
+
+    Unwraps ``llm.bind(...)``, ``.with_retry()``, ``.with_config()`` and ``.with_fallbacks()`` (the primary model).
+    """
     for _ in range(16):
         inner = getattr(llm, "bound", None)
         if inner is None:

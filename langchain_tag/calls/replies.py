@@ -217,5 +217,6 @@ def _as_object(value: Any, expect_key: str | None) -> dict[str, Any] | None:
 
 
 def preview(text: str, limit: int = 160) -> str:
+    """A reply on one line, quoted and cut to ``limit`` characters, for error messages."""
     flat = " ".join(text.split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "...")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from langchain_core.callbacks import BaseCallbackHandler, Callbacks
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, Callbacks
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -312,6 +312,6 @@ def _with_keeper(callbacks: Callbacks, store: RunnerStore | None, request: Reque
         return [keeper]
     if isinstance(callbacks, list):
         return [*callbacks, keeper]
-    manager = callbacks.copy()
+    manager: BaseCallbackManager = callbacks.copy()
     manager.add_handler(keeper, inherit=True)
     return manager

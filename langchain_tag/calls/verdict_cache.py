@@ -103,6 +103,7 @@ class InMemoryVerdictCache:
         self.misses = 0
 
     def get(self, key: str) -> CachedVerdict | None:
+        """The verdict stored under ``key``, or ``None``."""
         with self._lock:
             verdict = self._data.get(key)
             if verdict is None:
@@ -113,6 +114,7 @@ class InMemoryVerdictCache:
             return verdict
 
     def put(self, key: str, verdict: CachedVerdict) -> None:
+        """Store ``verdict`` under ``key``, evicting the least recently used entries beyond ``max_size``."""
         with self._lock:
             self._data[key] = verdict
             self._data.move_to_end(key)
@@ -153,6 +155,7 @@ class SQLiteVerdictCache:
         self.misses = 0
 
     def get(self, key: str) -> CachedVerdict | None:
+        """The verdict stored under ``key``, or ``None``."""
         row = (
             self._file.connection()
             .execute("SELECT applies, probability, reply FROM verdicts WHERE key = ?", (key,))
@@ -165,6 +168,7 @@ class SQLiteVerdictCache:
         return CachedVerdict(applies=bool(row[0]), probability=row[1], reply=row[2])
 
     def put(self, key: str, verdict: CachedVerdict) -> None:
+        """Store ``verdict`` under ``key`` (one short transaction)."""
         with self._file.connection() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO verdicts (key, applies, probability, reply, created) VALUES (?, ?, ?, ?, ?)",

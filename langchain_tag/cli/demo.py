@@ -25,7 +25,7 @@ from langchain_tag.executors import executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.integrations.similarity import similarity_retriever
 from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule, rules_to_documents
+from langchain_tag.rules import Rule
 
 __all__ = [
     "DEMO_INPUTS",
@@ -132,7 +132,7 @@ def run_demo(
     if not rules:
         raise RuntimeError("no rules were extracted from the demo policy; run with --refresh or --debug to see why")
     cache = SQLiteVerdictCache(verdicts) if verdicts is not None else InMemoryVerdictCache()
-    retriever = ApplicabilityRetriever(llm=judge, rules=rules_to_documents(rules), max_concurrency=1, cache=cache)
+    retriever = ApplicabilityRetriever(llm=judge, rules=rules, max_concurrency=1, cache=cache)
     _log(log, start, describe_calibration(retriever))
     _log(log, start, f"indexing the policy in Chroma ({k} most similar 500-character chunks per input)")
     similar = similarity_retriever([policy], embeddings, k=k)

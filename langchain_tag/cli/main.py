@@ -138,7 +138,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
     from langchain_tag.judging.calibration.scorer import Calibration, load_reference_inputs
     from langchain_tag.local.models import ModelConfig, get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
-    from langchain_tag.rules import load_rules, rules_to_documents
+    from langchain_tag.rules import load_rules
 
     if _bulk_match_asked(args):
         return _cmd_match_inputs(args)
@@ -146,7 +146,7 @@ def _cmd_match(args: argparse.Namespace) -> int:
     retriever = ApplicabilityRetriever(
         llm=get_chat_model(role="judge"),
         context_tokens=ModelConfig.from_env().context_window(),
-        rules=rules_to_documents(rules),
+        rules=rules,
         predicate=args.predicate,
         threshold=args.threshold,
         calibration=None if args.raw else (Calibration.load(args.calibration) if args.calibration else "default"),
@@ -210,12 +210,11 @@ def _judging_retriever(args: argparse.Namespace, llm: Any, rules: list[Any], con
     """An applicability retriever configured by the judging options (predicate, calibration, cache, ...)."""
     from langchain_tag.judging.calibration.scorer import Calibration, load_reference_inputs
     from langchain_tag.retrievers import ApplicabilityRetriever
-    from langchain_tag.rules import rules_to_documents
 
     return ApplicabilityRetriever(
         llm=llm,
         context_tokens=context_tokens,
-        rules=rules_to_documents(rules),
+        rules=rules,
         predicate=args.predicate,
         threshold=args.threshold,
         calibration=None if args.raw else (Calibration.load(args.calibration) if args.calibration else "default"),
@@ -356,9 +355,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from langchain_tag.judging.calibration.scorer import load_reference_inputs
     from langchain_tag.local.models import get_chat_model, get_embeddings
     from langchain_tag.retrievers import ApplicabilityRetriever
-    from langchain_tag.rules import load_rules, rules_to_documents
+    from langchain_tag.rules import load_rules
 
-    rules = rules_to_documents(load_rules(args.rules))
+    rules = [rule.to_document() for rule in load_rules(args.rules)]
     sources = [load_document(p) for p in args.source or []]
     if args.reference_inputs and args.mode != "tag":
         raise ValueError("--reference-inputs applies to --mode tag only")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.documents import Document
 
@@ -50,10 +50,28 @@ from langchain_tag.extraction.verification import (
 )
 from langchain_tag.rules import Rule
 
-if TYPE_CHECKING:
-    from langchain_tag.extraction.transformer import RuleDocumentTransformer
 
-__all__ = ["ExtractionPipeline"]
+class ExtractionSettings(Protocol):
+    """The settings one extraction run reads.
+
+    A :class:`~langchain_tag.extraction.transformer.RuleDocumentTransformer` has them all.
+    """
+
+    domain: str
+    task_input: str
+    skip_phases: tuple[int, ...]
+    max_section_chars: int
+    min_section_chars: int
+    spans_per_call: int
+    units_per_call: int
+    extra_fields: dict[str, str]
+    rule_id_prefix: str | None
+    faithfulness_threshold: float
+    coverage_threshold: float
+    check_normativity: bool
+
+
+__all__ = ["ExtractionPipeline", "ExtractionSettings"]
 
 _Step = Generator[tuple[list[Call[Any]], str], list[Any], Any]
 
@@ -102,7 +120,7 @@ class ExtractionPipeline:
         options: The transformer whose settings (domain, batch sizes, phases to skip, thresholds) apply.
     """
 
-    def __init__(self, options: RuleDocumentTransformer) -> None:
+    def __init__(self, options: ExtractionSettings) -> None:
         self.options = options
 
     def run(self, documents: Sequence[Document], runner: CallRunner) -> _Step:

@@ -12,7 +12,7 @@ from langchain_tag.extraction.decomposition import AtomicUnit
 from langchain_tag.extraction.dedup import Relation
 from langchain_tag.extraction.span_detection import Span
 from langchain_tag.extraction.verification import DroppedRule
-from langchain_tag.rules import Rule, rules_to_documents
+from langchain_tag.rules import Rule
 
 __all__ = ["ExtractionReport", "ExtractionResult"]
 
@@ -93,4 +93,4 @@ class ExtractionResult:
 
     def documents(self) -> list[Document]:
         """The rules as rule ``Document`` objects."""
-        return rules_to_documents(self.rules)
+        return [rule.to_document() for rule in self.rules]

@@ -1,0 +1,1 @@
+"""Judging (input, rule) pairs: the judge protocol, its prompts, reading replies, scoring and calibration."""

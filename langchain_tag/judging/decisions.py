@@ -131,7 +131,7 @@ class DecisionJudge(Judge):
                     chunk,
                     Request(
                         messages=question_request(self.llm, query, questions),
-                        parse=_reader(chunk),
+                        parse=_reader(chunk, store),
                         run_name=f"tag_judge {len(chunk)} questions",
                         tags=["tag_judge"],
                         metadata={"tag_rule_ids": [p.rule_id for p in chunk], "tag_predicate": self.prompt.name},
@@ -153,14 +153,13 @@ class DecisionJudge(Judge):
     def _judgments(
         self, planned: Sequence[_Planned], outcomes: Sequence[Outcome[dict[str, Verdict]]]
     ) -> list[list[Judgment]]:
-        """Each batch's raw judgments from the cache and the answers; new readable answers go to the cache."""
-        store = VerdictStore(self.cache) if self.cache is not None else None
+        """Each batch's raw judgments, from the cache and from the answers (cached as they arrived)."""
         found: list[list[Judgment]] = []
         start = 0
         for pairs, calls, cached in planned:
             answered: dict[str, Judgment] = {}
             for (chunk, _), outcome in zip(calls, outcomes[start : start + len(calls)], strict=True):
-                answered.update(_answers(chunk, outcome, store))
+                answered.update(_answers(chunk, outcome))
             start += len(calls)
             raw = [_cached(p, cached[p.key]) if p.key in cached else answered[p.key].replace() for p in pairs]
             found.append(combine_halves(pairs, raw))
@@ -176,40 +175,58 @@ def _name(pair: PairRequest) -> str:
     return f"{NEGATED_PREFIX}{pair.rule_id}" if pair.negated else pair.rule_id
 
 
-def _reader(chunk: Sequence[PairRequest]) -> Callable[[Any], dict[str, Verdict]]:
-    """Reads one decision response into a verdict per pair key; a missing or refused answer fails the request."""
+def _reader(chunk: Sequence[PairRequest], store: VerdictStore | None) -> Callable[[Any], dict[str, Verdict]]:
+    """Reads one decision response into a verdict per answered pair key, caching each as it arrives.
+
+    A question the response leaves out (or refused) gets no verdict: that pair alone fails. A response that
+    answers none of them fails the request, which the runner then retries.
+    """
 
     def read(response: Any) -> dict[str, Verdict]:
         found = probabilities(response)
-        missing = [_name(p) for p in chunk if _name(p) not in found]
-        if missing:
-            raise ParseError(f"the decision model gave no probability for: {', '.join(missing[:10])}")
-        return {p.key: Verdict(found[_name(p)] >= 0.5, found[_name(p)], "decision") for p in chunk}
+        verdicts = {
+            p.key: Verdict(found[_name(p)] >= 0.5, found[_name(p)], "decision") for p in chunk if _name(p) in found
+        }
+        if not verdicts:
+            raise ParseError(f"the decision model answered none of: {', '.join(_name(p) for p in chunk[:10])}")
+        if store is not None:
+            for key, verdict in verdicts.items():
+                store.keep(key, verdict, _reply(verdict))
+        return verdicts
 
     return read
 
 
-def _answers(
-    chunk: Sequence[PairRequest], outcome: Outcome[dict[str, Verdict]], store: VerdictStore | None
-) -> dict[str, Judgment]:
-    """The raw judgment of every pair one request asked about; its calls and tokens count on the first."""
+def _reply(verdict: Verdict) -> str:
+    return f"P(yes)={verdict.probability:.6g}"
+
+
+def _answers(chunk: Sequence[PairRequest], outcome: Outcome[dict[str, Verdict]]) -> dict[str, Judgment]:
+    """The raw judgment of every pair one request asked about; its calls and tokens count on the first.
+
+    A pair the response left unanswered fails alone (its reply says so); a request that failed fails them all.
+    """
     judgments = {}
+    answered = outcome.value if outcome.ok and outcome.value is not None else None
     for i, pair in enumerate(chunk):
-        verdict = outcome.value.get(pair.key) if outcome.ok and outcome.value else None
-        reply = f"P(yes)={verdict.probability:.6g}" if verdict is not None else outcome.reply
+        verdict = answered.get(pair.key) if answered is not None else None
+        if verdict is not None:
+            reply, error = _reply(verdict), None
+        elif answered is not None:
+            reply, error = "no answer", f"the decision model gave no probability for {_name(pair)}"
+        else:
+            reply, error = outcome.reply, outcome.error
         first = i == 0
         judgments[pair.key] = Judgment(
             rule_id=pair.rule_id,
             p_yes=verdict.probability if verdict is not None else None,
-            error=None if verdict is not None else outcome.error,
+            error=error,
             attempts=outcome.attempts if first else 0,
             prompt_tokens=outcome.prompt_tokens if first else 0,
             completion_tokens=outcome.completion_tokens if first else 0,
             reply=reply,
             says_yes=verdict.applies if verdict is not None else False,
         )
-        if verdict is not None and store is not None:
-            store.keep(pair.key, verdict, reply)
     return judgments
 
 

@@ -23,11 +23,13 @@ from langchain_tag.rules import Rule
 __all__ = [
     "JUDGE_PROMPTS",
     "NEGATION_OPENINGS",
+    "QUESTION_PROMPT_VERSION",
     "JudgePrompt",
     "VerdictFormat",
     "fence_input",
     "negate_condition",
     "one_line",
+    "question_messages",
 ]
 
 VerdictFormat = Literal["token", "json"]
@@ -240,3 +242,32 @@ JUDGE_PROMPTS: dict[str, JudgePrompt] = {
     ),
 }
 """Judge prompts by name: the single source of ``predicate=`` and the CLI's choices."""
+
+
+# A yes/no question about an input, asked by the package's decision model (``Noul`` questions): the same layout
+# as the rule prompts (fixed system text, then the fenced input, then the question), so a prefix cache holds.
+QUESTION_PROMPT_VERSION = "judge-question-v1"
+"""Version of :func:`question_messages`' wording (part of each of its verdict-cache keys)."""
+
+_QUESTION_SYSTEM = """You answer a yes/no question about an input. The input can be any kind of text: code, prose, a message, structured data, or the description of a case.
+Answer YES only if the input, as written, makes the answer yes; answer NO otherwise. Never assume facts the input does not give.
+Answer with one word."""
+
+
+def question_messages(state: str, question: str, yes_means: str = "", no_means: str = "") -> list[dict[str, str]]:
+    """The chat messages that ask one yes/no ``question`` about ``state``, as OpenAI-style dicts.
+
+    Args:
+        state: The input, fenced as in the rule prompts.
+        question: The question's full instructions.
+        yes_means: What counts as yes, when the question says so.
+        no_means: What counts as no, when the question says so.
+
+    >>> question_messages("x = 1", "Does the code assign a variable?")[1]["content"].splitlines()[-1]
+    'QUESTION: Does the code assign a variable? Answer with one word: YES or NO.'
+    """
+    criteria = "".join(
+        f"\n{label}: {one_line(text)}" for label, text in (("YES means", yes_means), ("NO means", no_means)) if text
+    )
+    user = f"INPUT:\n<<<\n{fence_input(state)}\n>>>{criteria}\n\nQUESTION: {one_line(question)} {_TOKEN_REPLY}"
+    return [{"role": "system", "content": _QUESTION_SYSTEM}, {"role": "user", "content": user}]

@@ -142,3 +142,19 @@ def test_server_counters_match_the_tokenized_prompt(judge: BaseChatModel) -> Non
     # Every prompt token is either evaluated or reused from the prefix cache.
     assert evaluated + reused == len(endpoint.tokens(messages))
     assert after["tokens_predicted_total"] - before["tokens_predicted_total"] == 1
+
+
+def test_the_packages_decision_model_answers_nouls_offline(judge: BaseChatModel) -> None:
+    from langchain_core.decisions import ClassifierResponse, Noul
+
+    from langchain_tag.judging.decision_model import ChatDecisionModel
+
+    decisions = ChatDecisionModel(llm=judge)
+    questions = {
+        "mutable_default": Noul(instructions="Does a function in the code have a list as a default argument value?"),
+        "async": Noul(instructions="Does the code define an async function?"),
+    }
+    response = decisions.invoke({"state": MUTABLE_DEFAULT, "questions": questions})
+    assert isinstance(response, ClassifierResponse) and set(response.nouls) == set(questions)
+    assert response.nouls["mutable_default"].noul > 0.5 > response.nouls["async"].noul
+    assert response.usage is not None and response.usage["input_tokens"] > 0

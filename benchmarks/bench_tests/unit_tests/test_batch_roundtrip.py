@@ -10,7 +10,7 @@ import pytest
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
 from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule, rules_to_documents, save_rules
+from langchain_tag.rules import Rule, save_rules
 from langchain_tag.scale.bulk import match_corpus, read_inputs, write_results
 from langchain_tag.testing import FakeChatModel
 from langchain_tag_bench.batch_roundtrip import compare_results, main
@@ -40,9 +40,7 @@ def test_round_trip_writes_the_bulk_jobs_file(tmp_path: Path, capsys: pytest.Cap
     inputs.write_text("".join(json.dumps({"id": f"i{n}", "text": t}) + "\n" for n, t in enumerate(texts)))
     rules = save_rules(_rules(), tmp_path / "rules.jsonl")
     judge = FakeChatModel(respond=_p_yes, with_logprobs=True, metadata={IDENTITY_METADATA_KEY: MODEL})
-    retriever = ApplicabilityRetriever(
-        llm=judge, rules=rules_to_documents(_rules()), cache=SQLiteVerdictCache(tmp_path / "bulk.sqlite")
-    )
+    retriever = ApplicabilityRetriever(llm=judge, rules=_rules(), cache=SQLiteVerdictCache(tmp_path / "bulk.sqlite"))
     write_results(match_corpus(read_inputs(inputs), retriever), tmp_path / "bulk.jsonl")
 
     argv = ["--inputs", str(inputs), "--rules", str(rules), "--verdicts", str(tmp_path / "bulk.sqlite")]

@@ -246,14 +246,6 @@ def test_the_retriever_keeps_the_default_of_64_questions() -> None:
         DecisionJudge(FakeDecisions(), max_questions=0)
 
 
-_MISSING_ANSWER_BUG = (
-    "decisions._reader raises ParseError for the whole request when one question has no answer: every rule of "
-    "that request fails (retried once), and when that is every rule of the input, Judge._settle raises "
-    "ProviderError"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_MISSING_ANSWER_BUG)
 def test_a_question_missing_from_the_response_is_one_failed_judgment() -> None:
     fake = FakeDecisions(omit=frozenset({"R4"}))
     retriever = decision_retriever(fake)
@@ -269,7 +261,6 @@ def test_a_question_missing_from_the_response_is_one_failed_judgment() -> None:
     assert {d.metadata["tag_failed_rule_ids"] for d in docs} == {"R4"}
 
 
-@pytest.mark.xfail(strict=True, reason=_MISSING_ANSWER_BUG)
 def test_a_question_missing_from_one_of_several_requests_fails_that_judgment_only() -> None:
     fake = FakeDecisions(omit=frozenset({"R4"}))
     result = DecisionJudge(fake, max_questions=5, calibration=None).judge(INPUTS[3], RULES)

@@ -1,0 +1,155 @@
+"""TAG's judge offered as a LangChain decision model: ``Noul`` questions answered by any chat model.
+
+:class:`ChatDecisionModel` is a ``langchain_core.decisions.BaseDecisionModel``.
+Each ``Noul`` question about the state becomes one chat request on the judge's
+path: rendered once (input first, so a prefix cache holds;
+:func:`~langchain_tag.judging.prompts.question_messages`), sent through the
+package's call runner (concurrency cap, retries, the verdict cache), answered
+with one token and read once (P(YES) from the first token's logprobs, else the
+YES/NO in the text). With the embedded local model behind it, a LangChain user
+gets an offline decision model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ConfigDict, Field, model_validator
+from typing_extensions import Self, override
+
+from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls.runner import CallRunner, Outcome, Request
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache, VerdictStore, verdict_key
+from langchain_tag.errors import ProviderError
+from langchain_tag.judging.chat import JUDGE_TAGS, ChatRunnable, configure_judge
+from langchain_tag.judging.decision_api import (
+    BaseDecisionModel,
+    ClassifierResponse,
+    Noul,
+    Question,
+    State,
+    noul_answer,
+    state_text,
+    unsupported_questions,
+)
+from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, question_messages
+from langchain_tag.judging.read import Verdict, parse_verdict
+
+__all__ = ["ChatDecisionModel"]
+
+
+class ChatDecisionModel(BaseDecisionModel):
+    """A decision model that answers ``Noul`` (yes/no) questions with a chat model, one token per question.
+
+    Example:
+        >>> from langchain_core.decisions import Noul
+        >>> from langchain_tag.testing import FakeChatModel
+        >>> chat = FakeChatModel(respond=lambda p: ("YES", 0.8) if "print(" in p else "NO", with_logprobs=True)
+        >>> decisions = ChatDecisionModel(llm=chat)
+        >>> asked = {"prints": Noul(instructions="Does the code print?")}
+        >>> response = decisions.invoke({"state": "print(1)", "questions": asked})
+        >>> round(response.nouls["prints"].noul, 2)
+        0.8
+
+    Only ``Noul`` questions are supported; ``Choice``, ``Score`` and ``Box`` are refused with a ``ValueError``
+    naming them.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    llm: ChatRunnable
+    """The chat model that answers (a bare OpenAI-compatible model gets logprobs and a one-token cap bound)."""
+    model: str = ""
+    """The answering model's name in responses and traces; empty: the chat model's identity."""
+    cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
+    """Verdict cache: a question asked before about the same state costs no call; ``None``: none."""
+    max_concurrency: int = Field(default=8, ge=1)
+    """Most questions in flight at once."""
+    max_attempts: int = Field(default=2, ge=1)
+    """Calls per question before it fails."""
+
+    @model_validator(mode="after")
+    def _name_the_model(self) -> Self:
+        if not self.model:
+            self.model = model_identity(self.llm)
+        return self
+
+    @property
+    @override
+    def _provider(self) -> str:
+        return "langchain_tag"
+
+    @override
+    def _classify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        requests = self._requests(state, questions)
+        return self._response(questions, self._runner().run(requests))
+
+    @override
+    async def _aclassify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        requests = self._requests(state, questions)
+        return self._response(questions, await self._runner().arun(requests))
+
+    def _runner(self) -> CallRunner:
+        store = VerdictStore(self.cache) if self.cache is not None else None
+        llm = configure_judge(self.llm)
+        return CallRunner(
+            llm, model=self.llm, max_concurrency=self.max_concurrency, max_attempts=self.max_attempts, store=store
+        )
+
+    def _requests(self, state: State, questions: dict[str, Question]) -> list[Request[Verdict]]:
+        refused = unsupported_questions(questions)
+        if refused:
+            raise ValueError(f"ChatDecisionModel answers Noul (yes/no) questions only; not: {', '.join(refused)}")
+        text, identity = state_text(state), model_identity(self.llm)
+        requests = []
+        for name, question in questions.items():
+            assert isinstance(question, Noul)
+            asked = _text(question.instructions)
+            criteria = question.criteria
+            yes, no = (_text(criteria.true), _text(criteria.false)) if criteria is not None else ("", "")
+            requests.append(
+                Request(
+                    messages=question_messages(text, asked, yes, no),
+                    parse=parse_verdict,
+                    key=verdict_key(
+                        model=identity,
+                        prompt_version=QUESTION_PROMPT_VERSION,
+                        verdict_format="token",
+                        query=text,
+                        rule_text="\n".join((asked, yes, no)),
+                    ),
+                    run_name=f"tag_question {name}",
+                    tags=list(JUDGE_TAGS),
+                    metadata={"tag_question": name},
+                )
+            )
+        return requests
+
+    def _response(self, questions: dict[str, Question], outcomes: list[Outcome[Verdict]]) -> ClassifierResponse:
+        failed = [(name, o) for name, o in zip(questions, outcomes, strict=True) if not o.ok or o.value is None]
+        if failed:
+            name, outcome = failed[0]
+            raise ProviderError(
+                f"{len(failed)} of {len(questions)} questions got no verdict; first: {name!r}: {outcome.error}"
+            )
+        answers = {}
+        for name, outcome in zip(questions, outcomes, strict=True):
+            verdict = outcome.value
+            assert verdict is not None
+            p_yes = verdict.probability if verdict.probability is not None else float(verdict.applies)
+            answers[name] = noul_answer(p_yes)
+        usage = {
+            "input_tokens": sum(o.prompt_tokens for o in outcomes),
+            "output_tokens": sum(o.completion_tokens for o in outcomes),
+        }
+        return ClassifierResponse(model=self.model, answers=answers, usage=usage)  # type: ignore[arg-type]
+
+
+def _text(value: Any) -> str:
+    """A question's instructions or criterion as text (JSON content as compact JSON)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,94 @@
+"""The package's decision model: Noul questions answered by a chat model, one token each."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.decisions import BaseDecisionModel, Choice, ClassifierResponse, Noul, NoulCriteria, Score
+
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
+from langchain_tag.errors import ProviderError
+from langchain_tag.judging.decision_model import ChatDecisionModel
+from langchain_tag.testing import FakeChatModel
+
+
+def _respond(prompt: str) -> str | tuple[str, float]:
+    """P(YES) from the question and the input alone: 0.9 when the input holds the question's last word."""
+    question = prompt.split("QUESTION: ", 1)[1]
+    word = question.split("?")[0].split()[-1]
+    state = prompt.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
+    return ("YES", 0.9) if word in state else ("NO", 0.2)
+
+
+QUESTIONS = {
+    "prints": Noul(instructions="Does the code call print?"),
+    "loops": Noul(instructions="Does the code use while?"),
+    "imports": Noul(instructions="Does the code use import?"),
+}
+STATE = "import os\nprint(os.sep)"
+
+
+def test_one_noul_answer_per_question_one_chat_call_each() -> None:
+    chat = FakeChatModel(respond=_respond, with_logprobs=True)
+    decisions = ChatDecisionModel(llm=chat)
+    assert isinstance(decisions, BaseDecisionModel)
+    response = decisions.invoke({"state": STATE, "questions": QUESTIONS})
+    assert isinstance(response, ClassifierResponse)
+    assert set(response.nouls) == set(QUESTIONS) and chat.calls == len(QUESTIONS)
+    assert response.model == decisions.model != ""
+
+
+def test_the_yes_probabilities_and_the_cache() -> None:
+    chat = FakeChatModel(respond=_respond, with_logprobs=True)
+    decisions = ChatDecisionModel(llm=chat, cache=InMemoryVerdictCache())
+    first = decisions.invoke({"state": STATE, "questions": QUESTIONS})
+    assert {n: round(a.noul, 2) for n, a in first.nouls.items()} == {"prints": 0.9, "loops": 0.2, "imports": 0.9}
+    again = decisions.invoke({"state": STATE, "questions": QUESTIONS})
+    assert chat.calls == len(QUESTIONS)  # every question answered from the verdict cache
+    assert again.nouls == first.nouls
+
+
+async def test_async_twin_answers_the_same() -> None:
+    chat = FakeChatModel(respond=_respond, with_logprobs=True)
+    sync = ChatDecisionModel(llm=chat, cache=None).invoke({"state": STATE, "questions": QUESTIONS})
+    async_ = await ChatDecisionModel(llm=chat, cache=None).ainvoke({"state": STATE, "questions": QUESTIONS})
+    assert async_.nouls == sync.nouls
+
+
+def test_a_text_verdict_without_logprobs_is_certain() -> None:
+    chat = FakeChatModel(respond=lambda p: "YES" if "call print" in p else "NO")
+    response = ChatDecisionModel(llm=chat).invoke({"state": STATE, "questions": QUESTIONS})
+    assert {n: a.noul for n, a in response.nouls.items()} == {"prints": 1.0, "loops": 0.0, "imports": 0.0}
+
+
+def test_criteria_reach_the_prompt_and_the_cache_key() -> None:
+    chat = FakeChatModel(respond=lambda p: "YES" if "YES means: a call of print" in p else "NO")
+    decisions = ChatDecisionModel(llm=chat)
+    plain = Noul(instructions="Does it print?")
+    explained = Noul(instructions="Does it print?", criteria=NoulCriteria(true="a call of print", false="no call"))
+    response = decisions.invoke({"state": STATE, "questions": {"a": plain, "b": explained}})
+    assert (response.nouls["a"].noul, response.nouls["b"].noul) == (0.0, 1.0)
+
+
+def test_other_question_types_are_refused_by_name() -> None:
+    decisions = ChatDecisionModel(llm=FakeChatModel(respond=lambda p: "YES"))
+    questions = {
+        "ok": Noul(instructions="Is it code?"),
+        "team": Choice(instructions="Which team?", criteria={"a": "A", "b": "B"}),
+        "level": Score(instructions="How bad?", criteria=["fine", "bad"]),
+    }
+    with pytest.raises(ValueError, match=r"Noul .*team \(Choice\), level \(Score\)"):
+        decisions.invoke({"state": STATE, "questions": questions})
+
+
+def test_a_question_without_a_verdict_fails_the_request_naming_it() -> None:
+    chat = FakeChatModel(respond=lambda p: "maybe" if "while" in p else "YES")
+    with pytest.raises(ProviderError, match="'loops'"):
+        ChatDecisionModel(llm=chat).invoke({"state": STATE, "questions": QUESTIONS})
+
+
+def test_structured_state_is_judged_as_json() -> None:
+    chat = FakeChatModel(respond=lambda p: "YES" if '"code": "print(1)"' in p else "NO")
+    response = ChatDecisionModel(llm=chat).invoke(
+        {"state": {"code": "print(1)"}, "questions": {"q": QUESTIONS["prints"]}}
+    )
+    assert response.nouls["q"].noul == 1.0
