@@ -9,10 +9,11 @@ model as the judge), and give the executor only the matched actions
 LangChain decision model.
 """
 
-from langchain_tag.errors import InputTooLongError, JudgmentsFailedError, ProviderError, RuleFileError, TagError
+from langchain_tag.errors import InputTooLongError, ProviderError, RuleFileError, TagError
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.graph import build_tag_graph
 from langchain_tag.judging.decision_model import ChatDecisionModel
+from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
 

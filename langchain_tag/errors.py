@@ -1,6 +1,8 @@
 """The package's errors, under one root.
 
 Catch :class:`TagError` to handle anything this package raises on purpose.
+:class:`~langchain_tag.judging.results.JudgmentsFailedError` (``strict=True``)
+lives beside the match result it carries.
 Each subclass also derives from the built-in a caller would expect
 (``ValueError`` for bad input, ``RuntimeError`` for a failed provider,
 ``ImportError`` for a missing extra), so existing ``except`` clauses keep
@@ -9,15 +11,9 @@ working.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from langchain_tag.judging.results import MatchResult
-
 __all__ = [
     "DocumentLoadError",
     "InputTooLongError",
-    "JudgmentsFailedError",
     "MissingExtraError",
     "ParseError",
     "ProviderError",
@@ -36,25 +32,6 @@ class ProviderError(TagError, RuntimeError):
     The message names the provider (class, model, endpoint) and the call
     (extraction phase and item, or the rule being judged).
     """
-
-
-class JudgmentsFailedError(TagError, RuntimeError):
-    """Some judgments failed (unreadable replies or provider errors) and ``strict=True`` was asked for.
-
-    Without ``strict`` these judgments are counted as NO, logged as a warning
-    and reported in the result; with it the call raises this instead, so a
-    verdict that was never read cannot pass for a NO.
-
-    Attributes:
-        failed_rule_ids: The rules whose judgment failed, in rule order.
-        result: The whole match result (matched rules, failed judgments with
-            their errors, token counts).
-    """
-
-    def __init__(self, message: str, *, failed_rule_ids: list[str], result: MatchResult) -> None:
-        super().__init__(message)
-        self.failed_rule_ids = failed_rule_ids
-        self.result = result
 
 
 class ParseError(TagError, ValueError):

@@ -18,6 +18,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable, RunnableLambda
 
+from langchain_tag.registry import resolve
+
 __all__ = [
     "EXECUTOR_PROMPTS",
     "ExecutorPrompt",
@@ -126,13 +128,7 @@ def resolve_executor_prompt(executor: str | ExecutorPrompt) -> ExecutorPrompt:
     Raises:
         ValueError: For an unknown key, listing the known ones.
     """
-    if isinstance(executor, ExecutorPrompt):
-        return executor
-    try:
-        return EXECUTOR_PROMPTS[executor]
-    except KeyError:
-        known = ", ".join(sorted(EXECUTOR_PROMPTS))
-        raise ValueError(f"unknown executor prompt {executor!r}; choose one of: {known}") from None
+    return resolve(executor, EXECUTOR_PROMPTS, ExecutorPrompt, "executor prompt")
 
 
 def format_units(documents: Sequence[Document], unit_kind: UnitKind) -> list[tuple[str, str]]:

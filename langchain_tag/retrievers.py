@@ -9,6 +9,7 @@ verdict in metadata.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -25,15 +26,15 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_vali
 from typing_extensions import Self, override
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache
-from langchain_tag.errors import JudgmentsFailedError
 from langchain_tag.judging.calibration.scorer import Calibration, LabelledFit
 from langchain_tag.judging.calibration.scorer import Method as CalibrationMethod
 from langchain_tag.judging.chat import ChatJudge, ChatRunnable
+from langchain_tag.judging.context_window import CONTEXT_TOKENS_ENV
 from langchain_tag.judging.decision_api import BaseDecisionModel, is_decision_model
 from langchain_tag.judging.decisions import DecisionJudge
 from langchain_tag.judging.judge import Judge, JudgeState
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
-from langchain_tag.judging.results import MatchResult
+from langchain_tag.judging.results import JudgmentsFailedError, MatchResult
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever", "verdict_documents"]
@@ -98,14 +99,6 @@ def _stored_documents(vectorstore: VectorStore) -> list[Document]:
         Document(page_content=text or "", metadata=meta or {}, id=doc_id)
         for doc_id, text, meta in zip(stored["ids"], stored["documents"], stored["metadatas"], strict=True)
     ]
-
-
-def _with_config_concurrency(config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with the config's ``max_concurrency`` unless the call gave its own."""
-    limit = (config or {}).get("max_concurrency")
-    if limit is not None and kwargs.get("max_concurrency") is None:
-        return {**kwargs, "max_concurrency": limit}
-    return kwargs
 
 
 def verdict_documents(
@@ -219,7 +212,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     metadata (``tag_failed_rule_ids``), in :meth:`match`'s result, and to
     callbacks as the custom event ``tag_judgments_failed``. With
     ``strict=True`` the call raises
-    :class:`~langchain_tag.errors.JudgmentsFailedError` instead.
+    :class:`~langchain_tag.judging.results.JudgmentsFailedError` instead.
 
     Example:
         >>> from langchain_tag import ApplicabilityRetriever, Rule
@@ -268,7 +261,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     """The judge model's context window: a query whose prompt would not fit is refused with
     :class:`~langchain_tag.errors.InputTooLongError`, never cut. ``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS``."""
     strict: bool = False
-    """Raise :class:`~langchain_tag.errors.JudgmentsFailedError` when any judgment failed."""
+    """Raise :class:`~langchain_tag.judging.results.JudgmentsFailedError` when any judgment failed."""
     reference_inputs: Sequence[str] | None = None
     """8 to 20 typical unlabelled inputs of your own: with ``calibration="default"``, the model family's
     domain-reference default scores each rule against what it sees on them (one judgment per input and
@@ -277,6 +270,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _documents: dict[str, Document] = PrivateAttr(default_factory=dict)
     _state: JudgeState = PrivateAttr(default_factory=JudgeState)
+    _built: tuple[tuple[Any, ...], Judge] | None = PrivateAttr(default=None)
     _last_match: MatchResult | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
@@ -302,7 +296,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
                 "ApplicabilityRetriever needs rules=, or a vectorstore with candidates=N "
                 "(use from_vectorstore to judge every stored rule)"
             )
-        self._judge()  # refuses inconsistent settings now rather than at the first call
+        self._judge(strict=self.strict)  # refuses inconsistent settings now (an override: not kept for the calls)
         return self
 
     @classmethod
@@ -327,7 +321,19 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
 
     # ------------------------------------------------------------------ the judge, from the fields
     def _judge(self, **overrides: Any) -> Judge:
-        """A judge with this retriever's current settings (and this call's overrides), sharing its state."""
+        """A judge with this retriever's current settings (and this call's overrides), sharing its state.
+
+        Without overrides the judge is built once and kept until a setting changes.
+        """
+        key = None
+        if not overrides:
+            key = tuple(value if isinstance(value, str | int | float | bool | None) else id(value) for value in (
+                self.llm, self.predicate, self.verdict_format, self.threshold, self.max_concurrency, self.cache,
+                self.context_tokens, self.calibration, self.strict, self.reference_inputs,
+                os.environ.get(CONTEXT_TOKENS_ENV),
+            ))  # fmt: skip
+            if self._built is not None and self._built[0] == key:
+                return self._built[1]
         settings: dict[str, Any] = {
             "verdict_format": self.verdict_format,
             "threshold": self.threshold,
@@ -340,7 +346,10 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         }
         settings.update(overrides)
         judge_class: type[Judge] = DecisionJudge if is_decision_model(self.llm) else ChatJudge
-        return judge_class(self.llm, self.predicate, state=self._state, **settings)
+        judge = judge_class(self.llm, self.predicate, state=self._state, **settings)
+        if key is not None:
+            self._built = (key, judge)
+        return judge
 
     @property
     def judge(self) -> Judge:
@@ -403,12 +412,18 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             **kwargs: Per-call options: ``k`` (cap), ``threshold`` (cut-off on the calibrated score),
                 ``max_concurrency``.
         """
-        return super().invoke(input, config, **_with_config_concurrency(config, kwargs))
+        limit = (config or {}).get("max_concurrency")
+        if limit is not None and kwargs.get("max_concurrency") is None:
+            kwargs["max_concurrency"] = limit
+        return super().invoke(input, config, **kwargs)
 
     @override
     async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
         """Async twin of :meth:`invoke`."""
-        return await super().ainvoke(input, config, **_with_config_concurrency(config, kwargs))
+        limit = (config or {}).get("max_concurrency")
+        if limit is not None and kwargs.get("max_concurrency") is None:
+            kwargs["max_concurrency"] = limit
+        return await super().ainvoke(input, config, **kwargs)
 
     @override
     def _get_relevant_documents(
@@ -420,16 +435,19 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
+        if k is not None and k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
         options = {"threshold": threshold, "max_concurrency": max_concurrency}
         judge = self._judge(**{key: value for key, value in options.items() if value is not None})
+        rules = self._rules if self.candidates is None else self._candidates(query)
         try:
-            result = self._last_match = judge.judge(query, self._candidates(query), callbacks=run_manager.get_child())
+            result = self._last_match = judge.judge(query, rules, callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:
             self._last_match = exc.result
             raise
         if result.failed:
             run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
-        return self.documents(result, k=k)
+        return verdict_documents(result, self._documents, k=self.k if k is None else k)
 
     @override
     async def _aget_relevant_documents(
@@ -441,6 +459,8 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
+        if k is not None and k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
         options = {"threshold": threshold, "max_concurrency": max_concurrency}
         judge = self._judge(**{key: value for key, value in options.items() if value is not None})
         rules = await self._acandidates(query)
@@ -451,7 +471,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             raise
         if result.failed:
             await run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
-        return self.documents(result, k=k)
+        return verdict_documents(result, self._documents, k=self.k if k is None else k)
 
 
 class RelevanceRetriever(ApplicabilityRetriever):

@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from langchain_tag.errors import RuleFileError
+from langchain_tag.jsonl import JsonLineError, json_lines
 
 __all__ = [
     "DocumentContent",
@@ -245,13 +246,9 @@ def load_rules(path: str | Path) -> list[Rule]:
     path = Path(path)
     rules: list[Rule] = []
     with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RuleFileError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+        for lineno, data in json_lines(fh, str(path)):
+            if isinstance(data, JsonLineError):
+                raise RuleFileError(str(data)) from data
             if not isinstance(data, dict):
                 raise RuleFileError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
             try:

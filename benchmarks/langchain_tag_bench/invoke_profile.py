@@ -2,7 +2,7 @@
 
 One :class:`~langchain_tag.ApplicabilityRetriever` over six rules judges one
 input with the package's fake judge (logprobs on, default settings), once
-to warm up and once under ``sys.setprofile``; every Python function whose file
+to warm up and once under ``sys.setprofile`` (in every thread); every Python function whose file
 lies in the ``langchain_tag`` package is counted.
 
 Run: ``python -m langchain_tag_bench.invoke_profile``.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from types import FrameType
@@ -34,11 +35,13 @@ def six_rules() -> list[Rule]:
     ]
 
 
-def profile_invoke(query: str = "def f(x=[]): pass") -> Counter[tuple[str, str]]:
-    """Calls per (module, function) of the package during one ``invoke``."""
+def profile_invoke(query: str = "def f(x=[]): pass") -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]]]:
+    """Calls per (module, function) of the package during one ``invoke``: in the calling thread, and in all."""
     retriever = ApplicabilityRetriever(llm=fake_judge({"R1", "R4"}, with_logprobs=True), rules=six_rules())
     retriever.invoke(query + " warm-up")
     counts: Counter[tuple[str, str]] = Counter()
+    everywhere: Counter[tuple[str, str]] = Counter()
+    caller = threading.get_ident()
 
     def tracer(frame: FrameType, event: str, arg: Any) -> None:
         if event != "call":
@@ -50,14 +53,18 @@ def profile_invoke(query: str = "def f(x=[]): pass") -> Counter[tuple[str, str]]
             return
         name = frame.f_code.co_qualname
         if not name.endswith(_INLINE):
-            counts[(str(relative), name)] += 1
+            everywhere[(str(relative), name)] += 1
+            if threading.get_ident() == caller:
+                counts[(str(relative), name)] += 1
 
+    threading.setprofile(tracer)  # the judge's calls run in worker threads: count them too
     sys.setprofile(tracer)
     try:
         retriever.invoke(query)
     finally:
         sys.setprofile(None)
-    return counts
+        threading.setprofile(None)
+    return counts, everywhere
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,12 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list every function with its call count")
     args = parser.parse_args(argv)
-    counts = profile_invoke()
+    counts, everywhere = profile_invoke()
     if args.list:
-        for (module, name), n in sorted(counts.items()):
-            print(f"{n:5d}  {module}:{name}")
-    modules = {module for module, _ in counts}
-    print(f"distinct functions: {len(counts)}  modules: {len(modules)}  calls: {sum(counts.values())}")
+        for (module, name), n in sorted(everywhere.items()):
+            print(f"{n:5d}  {module}:{name}{'' if (module, name) in counts else '  (worker thread)'}")
+    for label, found in (("calling thread", counts), ("all threads", everywhere)):
+        modules = {module for module, _ in found}
+        print(f"{label}: distinct functions {len(found)}, modules {len(modules)}, calls {sum(found.values())}")
     return 0
 
 

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_tag.executors import ExecutorPrompt
 from langchain_tag.extraction.prompts import _JSON_ONLY
-from langchain_tag.judging.prompts import _TOKEN_REPLY, JudgePrompt
+from langchain_tag.judging.prompts import TOKEN_REPLY, JudgePrompt
 from langchain_tag.rules import Rule
 
 __all__ = [
@@ -115,7 +115,7 @@ def rule_first_messages(prompt: JudgePrompt, query: str, rule: Rule) -> list[Bas
     Same system text, rule rendering and question as ``prompt``; only the
     order differs from :meth:`JudgePrompt.messages`.
     """
-    user = f"RULE:\n{prompt.render_rule(rule)}\n\nINPUT:\n<<<\n{query}\n>>>\n\n{prompt.question} {_TOKEN_REPLY}"
+    user = f"RULE:\n{prompt.render_rule(rule)}\n\nINPUT:\n<<<\n{query}\n>>>\n\n{prompt.question} {TOKEN_REPLY}"
     return [SystemMessage(prompt.system), HumanMessage(user)]
 
 

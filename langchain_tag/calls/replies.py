@@ -22,6 +22,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_REPLY_CHARS",
     "ParseError",
+    "Verdict",
     "json_shape",
     "local_ids",
     "message_text",
@@ -220,3 +221,18 @@ def preview(text: str, limit: int = 160) -> str:
     """A reply on one line, quoted and cut to ``limit`` characters, for error messages."""
     flat = " ".join(text.split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "...")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A parsed judgment.
+
+    Attributes:
+        applies: The YES/NO decision.
+        probability: P(YES) from first-token logprobs, when the model gave them.
+        source: ``"logprobs"`` or ``"text"``: where the decision was read.
+    """
+
+    applies: bool
+    probability: float | None
+    source: str

@@ -41,7 +41,7 @@ from langchain_tag.calls.identity import describe_model
 from langchain_tag.calls.replies import message_text
 from langchain_tag.errors import ParseError
 
-__all__ = ["CallRunner", "Outcome", "Request", "RunnerStore"]
+__all__ = ["CallRunner", "ChatRunnable", "Outcome", "Request", "RunnerStore"]
 
 T = TypeVar("T")
 
@@ -111,6 +111,7 @@ class RunnerStore(Protocol):
 
 
 ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
+"""A chat model or any runnable built from one (``llm.bind(...)``, ``.with_retry()``, ``.with_fallbacks()``)."""
 
 
 @dataclass
@@ -225,12 +226,18 @@ class CallRunner:
             # A transport fault the model's client already retried is not sent again.
             return not (is_transient(reply) and client_retries(self.model))
         outcome.fault = None
-        tokens_in, tokens_out = _usage(reply)
-        outcome.prompt_tokens += tokens_in
-        outcome.completion_tokens += tokens_out
-        outcome.reply = message_text(reply) if isinstance(reply, BaseMessage | str) else ""
+        usage: Any = reply.usage_metadata if isinstance(reply, AIMessage) else getattr(reply, "usage", None)
+        if usage and not isinstance(usage, Mapping):  # a decision model's usage object
+            usage = {
+                "input_tokens": getattr(usage, "input_tokens", 0),
+                "output_tokens": getattr(usage, "output_tokens", 0),
+            }
+        outcome.prompt_tokens += int((usage or {}).get("input_tokens") or 0)
+        outcome.completion_tokens += int((usage or {}).get("output_tokens") or 0)
+        outcome.reply = reply.text if isinstance(reply, BaseMessage) else reply if isinstance(reply, str) else ""
+        kept = _READ.pop(id(reply), None)  # the keeper's reading of this very reply, made as it arrived
         try:
-            outcome.value = _read(request, reply)
+            outcome.value = kept[1] if kept is not None and kept[0] is reply else request.parse(reply)
         except ParseError as exc:
             outcome.error = str(exc)
             return True
@@ -251,25 +258,6 @@ class CallRunner:
 
 _READ: dict[int, tuple[Any, Any]] = {}
 """Replies a keeper has read as they arrived, by the reply object's id (with the reply, so the id stays its own)."""
-
-
-def _read(request: Request[T], reply: Any) -> T:
-    """The reply read by ``request``'s parser: the keeper's reading when it already made one, else read now."""
-    kept = _READ.pop(id(reply), None)
-    if kept is not None and kept[0] is reply:
-        return kept[1]  # type: ignore[no-any-return]
-    return request.parse(reply)
-
-
-def _usage(reply: Any) -> tuple[int, int]:
-    """Input and output tokens a reply reports: a chat message's ``usage_metadata``, or another reply's ``usage``."""
-    if isinstance(reply, AIMessage):
-        usage: Any = reply.usage_metadata or {}
-    else:
-        usage = getattr(reply, "usage", None) or {}
-    if not isinstance(usage, Mapping):
-        usage = {"input_tokens": getattr(usage, "input_tokens", 0), "output_tokens": getattr(usage, "output_tokens", 0)}
-    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
 
 
 class _Keeper(BaseCallbackHandler):

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.runner import Outcome, Request
 from langchain_tag.calls.sqlite_file import SQLiteFile
-from langchain_tag.judging.read import Verdict
 
 __all__ = [
     "CachedVerdict",
@@ -214,8 +214,11 @@ class VerdictStore:
         self.cache.put(key, CachedVerdict(verdict.applies, verdict.probability, reply))
 
     def get(self, request: Request[Any]) -> Outcome[Any] | None:
-        """The finished outcome cached for ``request``, or ``None``."""
-        return self.lookup(request.key) if request.key is not None else None
+        """The finished outcome cached for ``request``, or ``None`` (as :meth:`lookup`)."""
+        hit = self.cache.get(request.key) if request.key is not None else None
+        if hit is None or not _usable(hit.probability):
+            return None
+        return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
 
     def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
         """Cache a readable outcome just received for ``request``."""

@@ -1,7 +1,7 @@
 """Running a batch of extraction calls: store, concurrency, retries, progress, tokens.
 
 A :class:`Call` pairs a prompt with the parser for its reply. The
-:class:`CallRunner` hands the calls to the package's one call runner
+:class:`PhaseCalls` hands the calls to the package's one call runner
 (:class:`langchain_tag.calls.runner.CallRunner`), which looks each call up in the
 extraction store (if it has one), sends the rest with bounded concurrency,
 writes each readable reply to the store as soon as it arrives, and retries a
@@ -28,12 +28,11 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_tag.calls.faults import describe_error
 from langchain_tag.calls.identity import describe_model, model_identity
 from langchain_tag.calls.replies import message_text
-from langchain_tag.calls.runner import CallRunner as SharedRunner
-from langchain_tag.calls.runner import Outcome, Request
+from langchain_tag.calls.runner import CallRunner, Outcome, Request
 from langchain_tag.errors import ParseError, ProviderError
 from langchain_tag.extraction.store import ExtractionStore, StoredReply, call_key
 
-__all__ = ["PHASE_NAMES", "Call", "CallFailure", "CallRunner", "PhaseUsage"]
+__all__ = ["PHASE_NAMES", "Call", "CallFailure", "PhaseCalls", "PhaseUsage"]
 
 T = TypeVar("T")
 
@@ -92,7 +91,7 @@ class PhaseUsage:
 class _StoreAdapter:
     """The extraction store seen by the shared runner: a stored reply is parsed again on reading."""
 
-    def __init__(self, runner: CallRunner, calls: Sequence[Call[Any]]) -> None:
+    def __init__(self, runner: PhaseCalls, calls: Sequence[Call[Any]]) -> None:
         self._runner = runner
         self._phase = {id(call): call.phase for call in calls}
 
@@ -115,7 +114,7 @@ class _StoreAdapter:
 
 
 @dataclass
-class CallRunner:
+class PhaseCalls:
     """Send extraction calls through the shared :class:`~langchain_tag.calls.runner.CallRunner`, reusing stored replies.
 
     Attributes:
@@ -156,8 +155,8 @@ class CallRunner:
             for call in calls
         ]
 
-    def _shared(self, calls: Sequence[Call[Any]]) -> SharedRunner:
-        return SharedRunner(
+    def _shared(self, calls: Sequence[Call[Any]]) -> CallRunner:
+        return CallRunner(
             self.llm,
             max_concurrency=self.max_concurrency,
             max_attempts=self.max_attempts,

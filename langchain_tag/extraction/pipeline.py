@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from langchain_core.documents import Document
 
-from langchain_tag.extraction.calls import Call, CallRunner
+from langchain_tag.extraction.calls import Call, PhaseCalls
 from langchain_tag.extraction.decomposition import (
     AtomicUnit,
     collect_units,
@@ -123,7 +123,7 @@ class ExtractionPipeline:
     def __init__(self, options: ExtractionSettings) -> None:
         self.options = options
 
-    def run(self, documents: Sequence[Document], runner: CallRunner) -> _Step:
+    def run(self, documents: Sequence[Document], runner: PhaseCalls) -> _Step:
         """The whole extraction: yields each phase's calls, receives their parsed replies, returns the result."""
         texts = _texts(documents)
         notes: list[str] = []

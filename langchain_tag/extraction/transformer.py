@@ -16,7 +16,7 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import override
 
-from langchain_tag.extraction.calls import CallRunner
+from langchain_tag.extraction.calls import PhaseCalls
 from langchain_tag.extraction.pipeline import ExtractionPipeline
 from langchain_tag.extraction.prompts import DEFAULT_TASK_INPUT
 from langchain_tag.extraction.report import ExtractionResult
@@ -173,8 +173,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         return (await self.aextract(documents)).documents()
 
     # ------------------------------------------------------------------ pipeline
-    def _runner(self) -> CallRunner:
-        return CallRunner(
+    def _runner(self) -> PhaseCalls:
+        return PhaseCalls(
             llm=self.llm,
             max_concurrency=self.max_concurrency,
             max_attempts=self.max_attempts,

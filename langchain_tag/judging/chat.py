@@ -15,24 +15,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
-from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable
 
-from langchain_tag.calls.runner import CallRunner, Outcome, Request
+from langchain_tag.calls.replies import Verdict
+from langchain_tag.calls.runner import CallRunner, ChatRunnable, Outcome, Request
 from langchain_tag.calls.verdict_cache import VerdictStore
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.pairs import PairRequest, combine_halves, read_reply, render_pairs
 from langchain_tag.judging.prompts import VerdictFormat
-from langchain_tag.judging.read import Verdict, parse_verdict
+from langchain_tag.judging.read import parse_verdict
 from langchain_tag.judging.results import Judgment
 from langchain_tag.rules import Rule
 
 __all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "configure_judge"]
-
-ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
-"""A chat model or any runnable built from one (``llm.bind(...)``, ``.with_retry()``, ``.with_fallbacks()``)."""
 
 JUDGE_TAGS = ("tag_judge", "nostream")
 """Tags of every judge run: ``nostream`` keeps its tokens out of LangGraph's ``stream_mode="messages"``."""
@@ -64,7 +60,7 @@ def configure_judge(llm: ChatRunnable, verdict_format: VerdictFormat = "token") 
 
 def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
     """A pair's raw judgment from the runner's outcome (not yet scored)."""
-    verdict = outcome.value if outcome.ok else None
+    verdict = outcome.value if outcome.error is None else None
     return Judgment(
         rule_id=rule_id,
         p_yes=verdict.probability if verdict is not None else None,
@@ -80,8 +76,6 @@ def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
 
 def _unique(requests: Sequence[list[PairRequest]]) -> tuple[list[PairRequest], list[int]]:
     """The batches' requests with repeats dropped (a reference input equal to the query), and where each went."""
-    if len(requests) == 1:
-        return requests[0], list(range(len(requests[0])))
     unique: list[PairRequest] = []
     seen: dict[str, int] = {}
     index = []
@@ -153,12 +147,17 @@ class ChatJudge(Judge):
 
     def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
         requests = [self.requests(text, rules) for text, rules in batches]
+        if len(requests) == 1:
+            return _per_batch(requests, self.runner.run([self._request(r) for r in requests[0]], callbacks=callbacks))
         unique, index = _unique(requests)
         outcomes = self.runner.run([self._request(r) for r in unique], callbacks=callbacks)
         return _per_batch(requests, [outcomes[i] for i in index])
 
     async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
         requests = [self.requests(text, rules) for text, rules in batches]
+        if len(requests) == 1:
+            outcomes = await self.runner.arun([self._request(r) for r in requests[0]], callbacks=callbacks)
+            return _per_batch(requests, outcomes)
         unique, index = _unique(requests)
         outcomes = await self.runner.arun([self._request(r) for r in unique], callbacks=callbacks)
         return _per_batch(requests, [outcomes[i] for i in index])
@@ -179,6 +178,6 @@ def _per_batch(requests: Sequence[list[PairRequest]], outcomes: Sequence[Outcome
     found, start = [], 0
     for part in requests:
         raw = [_as_judgment(r.rule_id, o) for r, o in zip(part, outcomes[start : start + len(part)], strict=True)]
-        found.append(combine_halves(part, raw))
+        found.append(combine_halves(part, raw) if part and part[-1].negated else raw)
         start += len(part)
     return found

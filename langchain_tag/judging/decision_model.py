@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self, override
 
 from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache, VerdictStore, verdict_key
 from langchain_tag.errors import ProviderError
@@ -34,7 +35,7 @@ from langchain_tag.judging.decision_api import (
     unsupported_questions,
 )
 from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, question_messages
-from langchain_tag.judging.read import Verdict, parse_verdict
+from langchain_tag.judging.read import parse_verdict
 
 __all__ = ["ChatDecisionModel"]
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from langchain_core.callbacks import Callbacks
 
+from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
 from langchain_tag.calls.verdict_cache import VerdictStore, verdict_key
 from langchain_tag.errors import ParseError
@@ -25,7 +26,6 @@ from langchain_tag.judging.decision_api import probabilities, question_request
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.pairs import PairRequest, combine_halves
 from langchain_tag.judging.prompts import JudgePrompt
-from langchain_tag.judging.read import Verdict
 from langchain_tag.judging.results import Judgment
 from langchain_tag.rules import Rule
 

@@ -27,13 +27,14 @@ from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls.identity import describe_model, model_identity
 from langchain_tag.calls.verdict_cache import VerdictCache
-from langchain_tag.errors import JudgmentsFailedError, ProviderError
+from langchain_tag.errors import ProviderError
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.calibration.scorer import ReferenceBook, Scorer, check_reference_inputs, resolve_default
 from langchain_tag.judging.context_window import check_context, context_tokens_from_env
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
-from langchain_tag.judging.results import Judgment, MatchResult
+from langchain_tag.judging.results import Judgment, JudgmentsFailedError, MatchResult
+from langchain_tag.registry import resolve
 from langchain_tag.rules import Rule
 
 __all__ = ["Batch", "Judge", "JudgeState", "resolve_judge_prompt", "scored_pairs"]
@@ -50,13 +51,7 @@ def resolve_judge_prompt(predicate: str | JudgePrompt) -> JudgePrompt:
     Raises:
         ValueError: For an unknown name, listing the known ones.
     """
-    if isinstance(predicate, JudgePrompt):
-        return predicate
-    try:
-        return JUDGE_PROMPTS[predicate]
-    except KeyError:
-        known = ", ".join(sorted(JUDGE_PROMPTS))
-        raise ValueError(f"unknown judge predicate {predicate!r}; choose one of: {known}") from None
+    return resolve(predicate, JUDGE_PROMPTS, JudgePrompt, "judge predicate")
 
 
 def scored_pairs(rules: Sequence[Rule], result: MatchResult) -> list[tuple[Rule, Judgment]]:
@@ -134,7 +129,7 @@ class Judge(ABC):
         retry_backoff: Base delay in seconds before resending requests that raised, when the client does not.
         context_tokens: The model's context window (``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when set).
         calibration: ``"default"``, a :class:`~langchain_tag.judging.calibration.Calibration`, or ``None`` (raw P(YES)).
-        strict: Raise :class:`~langchain_tag.errors.JudgmentsFailedError` when any judgment failed.
+        strict: Raise :class:`~langchain_tag.judging.results.JudgmentsFailedError` when any judgment failed.
         reference_inputs: Your own unlabelled sample for the shipped domain-reference default.
         state: What is kept between calls (reference judgments, warnings given), shared by a retriever's judges.
 
@@ -173,6 +168,8 @@ class Judge(ABC):
         self.reference_inputs = check_reference_inputs(reference_inputs) if reference_inputs is not None else None
         self.calibration = calibration
         self.state = state if state is not None else JudgeState()
+        self.model_identity = self.state.identity(llm)
+        """The judge model's identity (cache keys, default calibrations)."""
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if max_attempts < 1:
@@ -182,11 +179,6 @@ class Judge(ABC):
         self.retry_backoff = retry_backoff
 
     # ------------------------------------------------------------ settings
-    @property
-    def model_identity(self) -> str:
-        """The judge model's identity (cache keys, default calibrations)."""
-        return self.state.identity(self.llm)
-
     @property
     def scoring_version(self) -> str:
         """What this judge's scores depend on besides the model: the prompt's scoring version."""
@@ -203,6 +195,7 @@ class Judge(ABC):
     @calibration.setter
     def calibration(self, value: Calibration | Literal["default"] | None) -> None:
         self._calibration = value
+        self._scorer: Scorer | None = None
 
     @property
     def decision_threshold(self) -> float:
@@ -214,9 +207,11 @@ class Judge(ABC):
 
     @property
     def scorer(self) -> Scorer:
-        """The scorer of this judge's verdicts (its reference judgments kept in :attr:`state`)."""
-        book = ReferenceBook(self._reference_key, self.state.references)
-        return Scorer(self.calibration, self.decision_threshold, book)
+        """The scorer of this judge's verdicts (its reference judgments kept in :attr:`state`), made once."""
+        if self._scorer is None:
+            book = ReferenceBook(self._reference_key, self.state.references)
+            self._scorer = Scorer(self.calibration, self.decision_threshold, book)
+        return self._scorer
 
     def _reference_key(self, reference: str, rule: Rule) -> str:
         parts = (self.model_identity, self.scoring_version, self.verdict_format, reference)
@@ -245,8 +240,11 @@ class Judge(ABC):
 
     def _plan(self, query: str, rules: Sequence[Rule]) -> tuple[Scorer, list[Batch]]:
         """The scorer, and what to judge: the query first, then the reference judgments it needs."""
-        check_context(self.prompt, self.verdict_format, query, rules, self.context_tokens)
+        if self.context_tokens is not None:
+            check_context(self.prompt, self.verdict_format, query, rules, self.context_tokens)
         scorer = self.scorer
+        if scorer.calibration is None or not scorer.calibration.reference_inputs:
+            return scorer, [(query, rules)]
         return scorer, [(query, rules), *scorer.needed_references(rules)]
 
     # ------------------------------------------------------------ what each kind of judge does its own way

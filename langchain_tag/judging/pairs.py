@@ -10,7 +10,7 @@ provider batch API alike:
    key, the rule id and which half of a contrast prompt it asks);
 2. an engine sends each request and gets back a reply text and, where the
    provider offers them, the first token's logprobs;
-3. :func:`read_reply` reads that into a :class:`~langchain_tag.judging.read.Verdict`
+3. :func:`read_reply` reads that into a :class:`~langchain_tag.calls.replies.Verdict`
    (raw P(YES), or a text verdict), and :func:`raw_judgment` /
    :func:`combine_halves` make the pair's raw :class:`Judgment`.
 
@@ -24,11 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-
+from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.verdict_cache import verdict_key
-from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
-from langchain_tag.judging.read import Verdict, parse_reply
+from langchain_tag.judging.prompts import TOKEN_REPLY, USER_TEMPLATE, JudgePrompt, VerdictFormat, fence_input
+from langchain_tag.judging.read import parse_reply
 from langchain_tag.judging.results import Judgment, contrast_judgment
 from langchain_tag.rules import Rule
 
@@ -37,7 +36,6 @@ __all__ = [
     "combine_halves",
     "read_reply",
     "render_pairs",
-    "to_messages",
 ]
 
 
@@ -91,10 +89,14 @@ def render_pairs(
         verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
     """
     halves = [(prompt, False)] + ([(prompt.negation, True)] if prompt.negation is not None else [])
+    fenced = fence_input(query)
     requests = []
     for half, negated in halves:
+        system = {"role": "system", "content": half.system}
+        reply = TOKEN_REPLY if verdict_format == "token" else half.json_reply
         for rule in rules:
-            messages = half.messages(query, rule, verdict_format)
+            rule_text = half.render_rule(rule)
+            user = USER_TEMPLATE.format(input=fenced, rule=rule_text, question=half.question, reply=reply)
             requests.append(
                 PairRequest(
                     key=verdict_key(
@@ -102,26 +104,15 @@ def render_pairs(
                         prompt_version=half.version,
                         verdict_format=verdict_format,
                         query=query,
-                        rule_text=half.render_rule(rule),
+                        rule_text=rule_text,
                     ),
                     rule_id=rule.rule_id,
                     prompt_version=half.version,
                     negated=negated,
-                    messages=tuple({"role": _role(m), "content": str(m.content)} for m in messages),
+                    messages=(system, {"role": "user", "content": user}),
                 )
             )
     return requests
-
-
-def _role(message: BaseMessage) -> str:
-    return "system" if isinstance(message, SystemMessage) else "user"
-
-
-def to_messages(request: PairRequest) -> list[BaseMessage]:
-    """A request's messages as LangChain messages, for a chat model in process."""
-    return [
-        SystemMessage(m["content"]) if m["role"] == "system" else HumanMessage(m["content"]) for m in request.messages
-    ]
 
 
 def read_reply(text: str, logprobs: Mapping[str, Any] | None = None) -> Verdict:

@@ -24,6 +24,8 @@ __all__ = [
     "JUDGE_PROMPTS",
     "NEGATION_OPENINGS",
     "QUESTION_PROMPT_VERSION",
+    "TOKEN_REPLY",
+    "USER_TEMPLATE",
     "JudgePrompt",
     "VerdictFormat",
     "fence_input",
@@ -37,7 +39,12 @@ VerdictFormat = Literal["token", "json"]
 # --------------------------------------------------------------------------
 # Stage 2: pairwise judgments.
 # --------------------------------------------------------------------------
-_TOKEN_REPLY = "Answer with one word: YES or NO."
+TOKEN_REPLY = "Answer with one word: YES or NO."
+"""The reply instruction of a one-token verdict."""
+
+USER_TEMPLATE = "INPUT:\n<<<\n{input}\n>>>\n\nRULE:\n{rule}\n\n{question} {reply}"
+"""A judgment's user message: the fenced input (:func:`fence_input`), the rendered rule, the question, the reply
+instruction."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,10 @@ class JudgePrompt:
         neither an input nor a rule can forge the end of the input block, a
         rule block, the question or a system line.
         """
-        reply = _TOKEN_REPLY if verdict_format == "token" else self.json_reply
-        user = f"INPUT:\n<<<\n{fence_input(query)}\n>>>\n\nRULE:\n{self.render_rule(rule)}\n\n{self.question} {reply}"
+        reply = TOKEN_REPLY if verdict_format == "token" else self.json_reply
+        user = USER_TEMPLATE.format(
+            input=fence_input(query), rule=self.render_rule(rule), question=self.question, reply=reply
+        )
         return [SystemMessage(self.system), HumanMessage(user)]
 
 
@@ -269,5 +278,5 @@ def question_messages(state: str, question: str, yes_means: str = "", no_means: 
     criteria = "".join(
         f"\n{label}: {one_line(text)}" for label, text in (("YES means", yes_means), ("NO means", no_means)) if text
     )
-    user = f"INPUT:\n<<<\n{fence_input(state)}\n>>>{criteria}\n\nQUESTION: {one_line(question)} {_TOKEN_REPLY}"
+    user = f"INPUT:\n<<<\n{fence_input(state)}\n>>>{criteria}\n\nQUESTION: {one_line(question)} {TOKEN_REPLY}"
     return [{"role": "system", "content": _QUESTION_SYSTEM}, {"role": "user", "content": user}]

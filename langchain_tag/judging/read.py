@@ -6,30 +6,22 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_tag.calls.replies import JSON_FENCE, MAX_JSON_DEPTH, MAX_REPLY_CHARS, json_shape, message_text, preview
+from langchain_tag.calls.replies import (
+    JSON_FENCE,
+    MAX_JSON_DEPTH,
+    MAX_REPLY_CHARS,
+    Verdict,
+    json_shape,
+    message_text,
+    preview,
+)
 from langchain_tag.errors import ParseError
 
-__all__ = ["Verdict", "logprobs_yes_probability", "parse_reply", "parse_verdict", "yes_probability"]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A parsed judgment.
-
-    Attributes:
-        applies: The YES/NO decision.
-        probability: P(YES) from first-token logprobs, when the model gave them.
-        source: ``"logprobs"`` or ``"text"``: where the decision was read.
-    """
-
-    applies: bool
-    probability: float | None
-    source: str
+__all__ = ["logprobs_yes_probability", "parse_reply", "parse_verdict", "yes_probability"]
 
 
 # Tokens whose logprobs count as YES or NO mass (a tokeniser may split "YES" or prefix a space).

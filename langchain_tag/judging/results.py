@@ -7,12 +7,14 @@ returns them scored, as new objects.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_tag.errors import TagError
 from langchain_tag.judging.logodds import logit, sigmoid
 
-__all__ = ["Judgment", "MatchResult", "contrast_judgment"]
+__all__ = ["Judgment", "JudgmentsFailedError", "MatchResult", "contrast_judgment"]
 
 
 class Judgment:
@@ -86,8 +88,10 @@ class Judgment:
 
     def replace(self, **changes: Any) -> Judgment:
         """A copy with ``changes`` applied (the scorer's scored judgments are new objects)."""
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        return Judgment(**{**fields, **changes})
+        new = copy.copy(self)
+        for name, value in changes.items():
+            setattr(new, name, value)
+        return new
 
     def __repr__(self) -> str:
         return (
@@ -171,3 +175,22 @@ class MatchResult:
     def completion_tokens(self) -> int:
         """Completion tokens over all calls."""
         return sum(j.completion_tokens for j in self.judgments)
+
+
+class JudgmentsFailedError(TagError, RuntimeError):
+    """Some judgments failed (unreadable replies or provider errors) and ``strict=True`` was asked for.
+
+    Without ``strict`` these judgments are counted as NO, logged as a warning
+    and reported in the result; with it the call raises this instead, so a
+    verdict that was never read cannot pass for a NO.
+
+    Attributes:
+        failed_rule_ids: The rules whose judgment failed, in rule order.
+        result: The whole match result (matched rules, failed judgments with
+            their errors, token counts).
+    """
+
+    def __init__(self, message: str, *, failed_rule_ids: list[str], result: MatchResult) -> None:
+        super().__init__(message)
+        self.failed_rule_ids = failed_rule_ids
+        self.result = result

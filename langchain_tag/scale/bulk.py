@@ -43,7 +43,8 @@ from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
 from langchain_tag.calls.verdict_cache import VerdictStore
-from langchain_tag.errors import JudgmentsFailedError, TagError
+from langchain_tag.errors import TagError
+from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, read_inputs
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_tag.errors import TagError
+from langchain_tag.jsonl import JsonLineError, json_lines
 
 __all__ = ["InputItem", "InputsError", "as_input_items", "read_inputs"]
 
@@ -83,10 +84,8 @@ def read_inputs(path: str | Path) -> list[InputItem]:
     seen: dict[str, int] = {}
     try:
         with path.open(encoding="utf-8-sig") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                item = _parse_line(line, path, number)
+            for number, data in json_lines(handle, str(path)):
+                item = _item_of(data, path, number)
                 if item.id in seen:
                     raise InputsError(
                         f"{path}:{number}: duplicate id {item.id!r} (first on line {seen[item.id]}); "
@@ -103,17 +102,13 @@ def read_inputs(path: str | Path) -> list[InputItem]:
     return items
 
 
-def _parse_line(line: str, path: Path, number: int) -> InputItem:
-    """One input from one non-blank line."""
+def _item_of(data: Any, path: Path, number: int) -> InputItem:
+    """One input from one non-blank line's JSON value."""
     where = f"{path}:{number}"
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
+    if isinstance(data, JsonLineError):
         raise InputsError(
-            f'{where}: not JSON ({exc.msg}); write one JSON string or {{"id": ..., "text": ...}} per line',
-            path=path,
-            line=number,
-        ) from exc
+            f'{data}; write one JSON string or {{"id": ..., "text": ...}} per line', path=path, line=number
+        ) from data
     if isinstance(data, str):
         return _item(str(number), data, number, {}, where, path)
     if not isinstance(data, dict):

@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.errors import JudgmentsFailedError
 from langchain_tag.graph import build_tag_graph, make_retriever
+from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extraction_reply, fake_judge, judged_rule_id

@@ -10,8 +10,9 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
-from langchain_tag.errors import JudgmentsFailedError, TagError
+from langchain_tag.errors import TagError
 from langchain_tag.integrations.similarity import in_memory_chroma
+from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_judge, judged_rule_id

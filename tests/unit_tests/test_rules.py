@@ -89,7 +89,7 @@ def test_jsonl_bad_json_names_line(tmp_path: Path, rules: list[Rule]) -> None:
     lines = path.read_text().splitlines()
     lines.insert(2, "{not json")
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(RuleFileError, match=r"r\.jsonl:3: not valid JSON"):
+    with pytest.raises(RuleFileError, match=r"r\.jsonl:3: not JSON"):
         load_rules(path)
 
 

@@ -40,13 +40,14 @@ policies much better than with the generic :data:`TYPICAL_INPUTS`.
 
 from __future__ import annotations
 
-import json
+import copy
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from langchain_tag.jsonl import JsonLineError, json_lines
 from langchain_tag.judging.calibration.model import (
     METHODS,
     Calibration,
@@ -240,15 +241,9 @@ def load_reference_inputs(path: str | Path) -> tuple[str, ...]:
     except OSError as exc:
         raise CalibrationError(f"{path}: cannot read reference inputs ({exc.strerror or exc})") from exc
     found: list[str] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CalibrationError(
-                f'{path}:{number}: not JSON ({exc.msg}); write one JSON string or {{"text": ...}} per line'
-            ) from exc
+    for number, item in json_lines(lines, str(path)):
+        if isinstance(item, JsonLineError):
+            raise CalibrationError(f'{item}; write one JSON string or {{"text": ...}} per line') from item
         if isinstance(item, dict) and isinstance(item.get("text"), str):
             item = item["text"]
         if not isinstance(item, str):
@@ -383,7 +378,9 @@ class Scorer:
                 applies = score >= self.threshold
             else:
                 applies = judgment.says_yes
-            scored.append(judgment.replace(score=score, applies=applies))
+            new = copy.copy(judgment)
+            new.score, new.applies = score, applies
+            scored.append(new)
         return scored
 
 

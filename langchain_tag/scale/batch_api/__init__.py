@@ -47,7 +47,12 @@ from langchain_tag.scale.batch_api.ids import (
     parse_custom_id,
 )
 from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping, batch_mapping
-from langchain_tag.scale.batch_api.results import BatchResultsModel, ImportSummary, RequestFailure, import_openai_batch
+from langchain_tag.scale.batch_api.results import (
+    BatchRequestFailure,
+    BatchResultsModel,
+    ImportSummary,
+    import_openai_batch,
+)
 
 __all__ = [
     "BATCH_URL",
@@ -59,9 +64,9 @@ __all__ = [
     "BatchEntry",
     "BatchError",
     "BatchMapping",
+    "BatchRequestFailure",
     "BatchResultsModel",
     "ImportSummary",
-    "RequestFailure",
     "batch_mapping",
     "custom_id",
     "export_openai_batch",

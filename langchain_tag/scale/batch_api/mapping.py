@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_tag.jsonl import JsonLineError, json_lines
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.scale.batch_api.ids import (
     MAPPING_FILE,
@@ -131,7 +132,8 @@ class BatchMapping:
             lines = path.read_text(encoding="utf-8").split("\n")
         except OSError as exc:
             raise BatchError(f"{path}: cannot read the batch mapping ({exc.strerror or exc})") from exc
-        header = _json_line(lines[0] if lines else "", path, 1)
+        first = next(json_lines(lines[:1], str(path)), (1, JsonLineError(str(path), 1, "an empty first line")))
+        header = _json_object(first[1], path, 1)
         if header.get("format") != MAPPING_FORMAT:
             raise BatchError(f"{path}:1: not a batch mapping written by export_openai_batch")
         mapping = cls(
@@ -142,10 +144,10 @@ class BatchMapping:
             verdict_format=header.get("verdict_format"),
             files=list(header.get("files") or []),
         )
-        for number, line in enumerate(lines[1:], start=2):
-            if not line.strip():
+        for number, data in json_lines(lines, str(path)):
+            if number == 1:
                 continue
-            data = _json_line(line, path, number)
+            data = _json_object(data, path, number)
             try:
                 entry = BatchEntry(**data)
             except TypeError as exc:
@@ -154,11 +156,9 @@ class BatchMapping:
         return mapping
 
 
-def _json_line(line: str, path: Path, number: int) -> dict[str, Any]:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise BatchError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+def _json_object(data: Any, path: Path, number: int) -> dict[str, Any]:
+    if isinstance(data, JsonLineError):
+        raise BatchError(str(data)) from data
     if not isinstance(data, dict):
         raise BatchError(f"{path}:{number}: expected a JSON object")
     return data

@@ -19,14 +19,15 @@ from typing import Any, ClassVar
 from typing_extensions import override
 
 from langchain_tag.calls.recorded import RecordedReplies
+from langchain_tag.jsonl import JsonLineError, json_lines
 from langchain_tag.scale.batch_api.ids import BatchError
 from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping
 
-__all__ = ["BatchResultsModel", "ImportSummary", "RequestFailure", "import_openai_batch"]
+__all__ = ["BatchRequestFailure", "BatchResultsModel", "ImportSummary", "import_openai_batch"]
 
 
 @dataclass(frozen=True)
-class RequestFailure:
+class BatchRequestFailure:
     """A request of the batch whose verdict could not be recorded.
 
     Attributes:
@@ -61,7 +62,7 @@ class ImportSummary:
 
     requests: int = 0
     recorded: int = 0
-    failures: list[RequestFailure] = field(default_factory=list)
+    failures: list[BatchRequestFailure] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     duplicates: int = 0
@@ -186,14 +187,10 @@ def _results_lines(paths: Iterable[str | Path]) -> Iterator[tuple[str, dict[str,
         except OSError as exc:
             raise BatchError(f"{path}: cannot read batch results ({exc.strerror or exc})") from exc
         with handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
+            for number, data in json_lines(handle, str(path)):
                 where = f"{path}:{number}"
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield where, f"not JSON ({exc.msg})"
+                if isinstance(data, JsonLineError):
+                    yield where, f"not JSON ({data.reason})"
                     continue
                 if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
                     yield where, "not a Batch API results line (no custom_id)"
@@ -239,10 +236,10 @@ def import_openai_batch(
     _check_judge(mapping, judge)
     summary = ImportSummary(requests=len(mapping))
     recorded: set[str] = set()
-    failed: dict[str, RequestFailure] = {}
+    failed: dict[str, BatchRequestFailure] = {}
     for where, data in _results_lines(results_paths):
         if isinstance(data, str):
-            summary.failures.append(RequestFailure(custom_id="", error=data, where=where))
+            summary.failures.append(BatchRequestFailure(custom_id="", error=data, where=where))
             continue
         cid = data["custom_id"]
         entry = mapping.entries.get(cid)
@@ -257,7 +254,7 @@ def import_openai_batch(
             recorded.add(cid)
             failed.pop(cid, None)
         else:
-            failed[cid] = RequestFailure(cid, error, entry.input_id, entry.rule_id, where)
+            failed[cid] = BatchRequestFailure(cid, error, entry.input_id, entry.rule_id, where)
     summary.failures.extend(failed.values())
     summary.missing = [cid for cid in mapping.entries if cid not in recorded and cid not in failed]
     return summary

@@ -110,7 +110,7 @@ served by vLLM (``ChatOpenAI(base_url=<vllm serve>/v1, model=...)``), so the
 cache keys name the same model.
 """
 
-from langchain_tag.scale.ray_data.job import RayJudgeRun, RayRequestError, RequestFailure, judge_with_ray
+from langchain_tag.scale.ray_data.job import RayJudgeRun, RayRequestError, RayRequestFailure, judge_with_ray
 from langchain_tag.scale.ray_data.processor import ReplySession, build_judge_processor, init_local_ray
 from langchain_tag.scale.ray_data.requests import OUTPUT_COLUMNS, chat_request_body, read_chat_response
 
@@ -118,8 +118,8 @@ __all__ = [
     "OUTPUT_COLUMNS",
     "RayJudgeRun",
     "RayRequestError",
+    "RayRequestFailure",
     "ReplySession",
-    "RequestFailure",
     "build_judge_processor",
     "chat_request_body",
     "init_local_ray",

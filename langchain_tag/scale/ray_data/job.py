@@ -27,13 +27,13 @@ if TYPE_CHECKING:
     from ray.data import Dataset
     from ray.data.llm import Processor
 
-__all__ = ["RayJudgeRun", "RayRequestError", "RequestFailure", "judge_endpoint", "judge_with_ray"]
+__all__ = ["RayJudgeRun", "RayRequestError", "RayRequestFailure", "judge_endpoint", "judge_with_ray"]
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class RequestFailure:
+class RayRequestFailure:
     """One request that failed after its last attempt.
 
     Attributes:
@@ -73,7 +73,7 @@ class RayJudgeRun:
     """
 
     results: list[MatchResult] = field(default_factory=list)
-    failures: list[RequestFailure] = field(default_factory=list)
+    failures: list[RayRequestFailure] = field(default_factory=list)
     requested: int = 0
     cached: int = 0
     sent: int = 0
@@ -182,7 +182,7 @@ def judge_with_ray(
         judge, processor, pending, run, max_attempts=max_attempts, retry_backoff=retry_backoff, block_rows=batch_size
     )
     run.failures = [
-        RequestFailure(
+        RayRequestFailure(
             query=q,
             rule_id=p.request.rule_id,
             negated=p.request.negated,
