@@ -138,10 +138,12 @@ class _CalibratesFromExamples:
     def _judge(self, **overrides: Any) -> Judge:
         raise NotImplementedError
 
-    def _candidates(self, query: str) -> list[Rule]:
+    def rules_for(self, query: str) -> list[Rule]:
+        """The rules judged for ``query``."""
         raise NotImplementedError
 
-    async def _acandidates(self, query: str) -> list[Rule]:
+    async def arules_for(self, query: str) -> list[Rule]:
+        """Async twin of :meth:`rules_for`."""
         raise NotImplementedError
 
     def calibrate(
@@ -172,7 +174,7 @@ class _CalibratesFromExamples:
         probe = LabelledFit(reference_inputs, standardise, centre_per_input)
         judge = self._judge(calibration=probe.calibration, reference_inputs=None)
         for query, holds in examples:
-            rules = self._candidates(query)
+            rules = self.rules_for(query)
             probe.add(judge, rules, judge.judge(query, rules), holds)
         self.calibration = probe.fit(judge, method)
         return self.calibration
@@ -190,7 +192,7 @@ class _CalibratesFromExamples:
         probe = LabelledFit(reference_inputs, standardise, centre_per_input)
         judge = self._judge(calibration=probe.calibration, reference_inputs=None)
         for query, holds in examples:
-            rules = await self._acandidates(query)
+            rules = await self.arules_for(query)
             probe.add(judge, rules, await judge.ajudge(query, rules), holds)
         self.calibration = probe.fit(judge, method)
         return self.calibration
@@ -370,12 +372,14 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         """
         return self._last_match
 
-    def _candidates(self, query: str) -> list[Rule]:
+    def rules_for(self, query: str) -> list[Rule]:
+        """The rules judged for ``query``: every rule, or the vector store's ``candidates`` most similar ones."""
         if self.vectorstore is not None and self.candidates is not None:
             return self._remember(self.vectorstore.similarity_search(query, k=self.candidates))
         return self._rules
 
-    async def _acandidates(self, query: str) -> list[Rule]:
+    async def arules_for(self, query: str) -> list[Rule]:
+        """Async twin of :meth:`rules_for`."""
         if self.vectorstore is not None and self.candidates is not None:
             return self._remember(await self.vectorstore.asimilarity_search(query, k=self.candidates))
         return self._rules
@@ -389,11 +393,11 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
 
     def match(self, query: str, *, callbacks: Callbacks = None) -> MatchResult:
         """Judge every candidate rule and return all judgments, with token counts."""
-        return self._judge().judge(query, self._candidates(query), callbacks=callbacks)
+        return self._judge().judge(query, self.rules_for(query), callbacks=callbacks)
 
     async def amatch(self, query: str, *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`match`."""
-        return await self._judge().ajudge(query, await self._acandidates(query), callbacks=callbacks)
+        return await self._judge().ajudge(query, await self.arules_for(query), callbacks=callbacks)
 
     def documents(self, result: MatchResult, *, k: int | None = None) -> list[Document]:
         """The documents :meth:`invoke` would return for :meth:`match`'s result (:func:`verdict_documents`)."""
@@ -439,7 +443,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             raise ValueError(f"k must be >= 0, got {k}")
         options = {"threshold": threshold, "max_concurrency": max_concurrency}
         judge = self._judge(**{key: value for key, value in options.items() if value is not None})
-        rules = self._rules if self.candidates is None else self._candidates(query)
+        rules = self._rules if self.candidates is None else self.rules_for(query)
         try:
             result = self._last_match = judge.judge(query, rules, callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:
@@ -463,7 +467,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             raise ValueError(f"k must be >= 0, got {k}")
         options = {"threshold": threshold, "max_concurrency": max_concurrency}
         judge = self._judge(**{key: value for key, value in options.items() if value is not None})
-        rules = await self._acandidates(query)
+        rules = await self.arules_for(query)
         try:
             result = self._last_match = await judge.ajudge(query, rules, callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:

@@ -2,7 +2,7 @@
 
 Both runs are ``bench quality`` runs of the same set and the same rules (run the second with ``--rules`` of the
 first), each with per-pair judgments in ``records.jsonl``. No judge is called here: the cascade of
-:class:`~langchain_tag.judging.cascade.CascadeRetriever` is replayed from the records, which is exact as long as the
+:class:`~langchain_tag.cascade_retriever.CascadeRetriever` is replayed from the records, which is exact as long as the
 strong row scores each pair on its own (``tag-fitted``: a per-rule reference and a Platt map, no per-input step).
 
 * The band is chosen on the dev cases' pairs with :func:`~langchain_tag.judging.cascade.choose_band` (the narrowest band

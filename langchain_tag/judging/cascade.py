@@ -1,8 +1,9 @@
 """A judge cascade: a cheap judge decides the clear pairs, a strong judge the uncertain ones.
 
-:class:`CascadeRetriever` puts two :class:`~langchain_tag.retrievers.ApplicabilityRetriever`
-objects in a row. The cheap one (a small local model, or a local model in front
-of a remote one) judges every (input, rule) pair. A pair whose calibrated score
+:class:`CascadeJudge` puts two judges in a row (and
+:class:`~langchain_tag.cascade_retriever.CascadeRetriever` two retrievers).
+The cheap one (a small local model, or a local model in front of a remote
+one) judges every (input, rule) pair. A pair whose calibrated score
 lies outside the uncertain band ``[low, high]`` keeps the cheap judge's
 verdict; the pairs inside it (and those the cheap judge could not score) are
 judged again by the strong retriever, for those rules only, and its verdicts
@@ -37,20 +38,18 @@ strong retriever a calibration without that step (for example one fitted with
 from __future__ import annotations
 
 import bisect
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun, Callbacks
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
-from typing_extensions import Self, override
+from langchain_core.callbacks import Callbacks
 
+from langchain_tag.calls.verdict_cache import VerdictCache
+from langchain_tag.judging.judge import Judge
+from langchain_tag.judging.pairs import PairRequest
+from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.judging.results import Judgment, MatchResult
-from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule, rule_documents, rules_from_documents
+from langchain_tag.rules import Rule
 
 __all__ = [
     "CHEAP",
@@ -58,8 +57,8 @@ __all__ = [
     "STRONG",
     "STRONG_SHARE_KEY",
     "Band",
+    "CascadeJudge",
     "CascadeResult",
-    "CascadeRetriever",
     "Route",
     "cascade_decisions",
     "choose_band",
@@ -75,10 +74,6 @@ JUDGE_KEY = "tag_judge"
 """Document metadata key: the judge that decided the rule (``"cheap"`` or ``"strong"``)."""
 STRONG_SHARE_KEY = "tag_strong_share"
 """Document metadata key: the share of the input's pairs sent to the strong judge."""
-FAILED_KEY = "tag_failed_rule_ids"
-"""Document metadata key, as :class:`~langchain_tag.retrievers.ApplicabilityRetriever` sets it."""
-FAILED_EVENT = "tag_judgments_failed"
-"""The custom callback event :class:`~langchain_tag.retrievers.ApplicabilityRetriever` sends on failures."""
 
 
 # --------------------------------------------------------------------------
@@ -243,7 +238,7 @@ def _bound_above(values: Sequence[float], j: int, threshold: float) -> float:
 
 
 # --------------------------------------------------------------------------
-# The retriever.
+# The judge.
 # --------------------------------------------------------------------------
 @dataclass
 class CascadeResult:
@@ -304,85 +299,103 @@ class CascadeResult:
         return self.cheap_calls + self.strong_calls
 
 
-class CascadeRetriever(BaseRetriever):
-    """Retrieve the applicable rules with a cheap judge, asking a strong judge only about uncertain pairs.
+class CascadeJudge:
+    """A judge made of two judges: the cheap one judges every pair, the strong one the pairs in the band.
 
-    Every candidate rule is judged by ``cheap``. A pair whose calibrated score lies outside ``[low, high]``
-    keeps the cheap verdict. The pairs inside the band, and the pairs the cheap judge gave no score (failed, or
-    no logprobs), are judged by ``strong``'s judge for those rules only, with its calibration and threshold; its
-    verdicts replace the cheap ones. Verdict caches, calibrations and concurrency are each retriever's own.
+    A pair whose cheap (calibrated) score lies outside ``[low, high]`` keeps the cheap verdict; the pairs inside
+    it, and those the cheap judge could not score, are judged by ``strong`` (each judge with its own
+    calibration, threshold, cache and concurrency), whose verdicts replace the cheap ones. It speaks the judge
+    protocol (:meth:`judge`/:meth:`ajudge` give a :class:`~langchain_tag.judging.results.MatchResult`), so a
+    retriever or the bulk job can run it; :meth:`route` also says which judge decided each pair.
 
-    Returned documents are the matched rules (highest score first; the two judges' scores are each their own
-    calibrated scale), each with ``tag_judge`` (``"cheap"`` or ``"strong"``) and ``tag_strong_share`` in its
-    metadata, besides the ``ApplicabilityRetriever`` metadata. :meth:`match` returns the full
-    :class:`CascadeResult`; :attr:`last_match` keeps the latest retrieval's. Callbacks reach both judges, tagged
-    ``tag_cascade:cheap`` and ``tag_cascade:strong``.
+    Args:
+        cheap: The judge of every pair.
+        strong: The judge of the band's pairs.
+        low: Lowest cheap score sent to the strong judge.
+        high: Highest cheap score sent to the strong judge.
+        fallback: When a strong judgment fails, keep the cheap verdict for that pair instead of counting NO.
+        strong_rules: The strong judge's own text of each rule, by rule id (default: the rule the cheap judge saw).
 
-    Attributes:
-        cheap: The retriever that judges every pair.
-        strong: The retriever whose judge decides the pairs in the band. It must know every rule the cheap one
-            judges (same ``rule_id``); its own rule text is what it judges.
-        low: Lowest cheap score sent to the strong judge, in ``[0, 1]``.
-        high: Highest cheap score sent to the strong judge, in ``[0, 1]``, at least ``low``.
-        k: Optional cap on the number of documents returned.
-        fallback: When a strong judgment fails, keep the cheap verdict for that pair (``True``, default) instead
-            of counting it as NO. With the strong retriever's ``strict=True`` the failure raises either way.
+    Raises:
+        ValueError: When ``low`` is above ``high`` or outside ``[0, 1]``.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
-
-    cheap: ApplicabilityRetriever
-    strong: ApplicabilityRetriever
-    low: float = Field(ge=0.0, le=1.0)
-    high: float = Field(ge=0.0, le=1.0)
-    k: int | None = Field(default=None, ge=0)
-    fallback: bool = True
-
-    _strong_rules: dict[str, Rule] = PrivateAttr(default_factory=dict)
-    _cheap_rules: dict[str, Rule] = PrivateAttr(default_factory=dict)
-    _last_match: CascadeResult | None = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _setup(self) -> Self:
-        if self.low > self.high:
-            raise ValueError(f"the band's low bound {self.low} is above its high bound {self.high}")
-        if self.cheap is self.strong:
-            raise ValueError("cheap and strong are the same retriever: a cascade needs two judges")
-        self._strong_rules = {r.rule_id: r for r in rules_from_documents(rule_documents(self.strong.rules))}
-        self._cheap_rules = {r.rule_id: r for r in rules_from_documents(rule_documents(self.cheap.rules))}
-        missing = sorted(set(self._cheap_rules) - set(self._strong_rules)) if self._strong_rules else []
-        if missing:
-            raise ValueError(
-                f"the strong retriever lacks rule(s) the cheap one judges: {', '.join(missing[:10])}"
-                + (" ..." if len(missing) > 10 else "")
-            )
-        calibration = self.strong.judge.calibration
-        if calibration is not None and calibration.centre_per_input:
-            warnings.warn(
-                "the strong retriever's calibration centres each input on its median over the rules judged "
-                "(centre_per_input): in a cascade it judges only the band's rules, so its scores there differ from "
-                "the strong judge run on every rule; use a calibration without centre_per_input to keep them equal",
-                UserWarning,
-                stacklevel=2,
-            )
-        return self
+    def __init__(
+        self,
+        cheap: Judge,
+        strong: Judge,
+        low: float,
+        high: float,
+        *,
+        fallback: bool = True,
+        strong_rules: dict[str, Rule] | None = None,
+    ) -> None:
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError(f"the band [{low}, {high}] must lie within [0, 1] with its low bound first")
+        self.cheap, self.strong, self.low, self.high = cheap, strong, low, high
+        self.fallback = fallback
+        self.strong_rules = strong_rules or {}
 
     @property
-    def last_match(self) -> CascadeResult | None:
-        """The latest retrieval's :class:`CascadeResult` (``None`` before the first); see :meth:`match`."""
-        return self._last_match
+    def prompt(self) -> JudgePrompt:
+        """The cheap judge's prompt (the one every pair is asked with)."""
+        return self.cheap.prompt
 
-    # ------------------------------------------------------------------ routing
-    def _rule(self, rule_id: str) -> Rule:
-        found = self._strong_rules.get(rule_id) or self._cheap_rules.get(rule_id)
-        if found is None:
-            raise ValueError(f"rule {rule_id!r}, judged by the cheap retriever, is unknown to the strong retriever")
-        return found
+    @property
+    def cache(self) -> VerdictCache | None:
+        """The cheap judge's verdict cache (which pairs of a job are already judged)."""
+        return self.cheap.cache
 
-    def _to_strong(self, cheap: MatchResult) -> list[Rule]:
-        """The rules whose cheap judgment lies in the band or has no score."""
+    @property
+    def max_concurrency(self) -> int:
+        """The cheap judge's cap on judgments in flight."""
+        return self.cheap.max_concurrency
+
+    def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
+        """The cheap judge's requests for ``query`` (every pair; the strong ones are known only after them)."""
+        return self.cheap.requests(query, rules)
+
+    def route(
+        self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None, strong_callbacks: Callbacks = None
+    ) -> CascadeResult:
+        """Judge every rule with the cheap judge and the band's rules with the strong one.
+
+        Args:
+            query: The input.
+            rules: The rules, as the cheap judge sees them.
+            callbacks: Callbacks (or a callback manager) passed to both judges.
+            strong_callbacks: The strong judge's own callbacks, when they differ from the cheap judge's.
+
+        Returns:
+            The combined result, with the route of every pair.
+        """
+        cheap = self.cheap.judge(query, rules, callbacks=callbacks)
+        sent = self._to_strong(cheap, rules)
+        strong = self.strong.judge(query, sent, callbacks=strong_callbacks or callbacks) if sent else None
+        return self._combine(query, cheap, sent, strong)
+
+    async def aroute(
+        self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None, strong_callbacks: Callbacks = None
+    ) -> CascadeResult:
+        """Async twin of :meth:`route`."""
+        cheap = await self.cheap.ajudge(query, rules, callbacks=callbacks)
+        sent = self._to_strong(cheap, rules)
+        strong = await self.strong.ajudge(query, sent, callbacks=strong_callbacks or callbacks) if sent else None
+        return self._combine(query, cheap, sent, strong)
+
+    def judge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
+        """The combined judgments of ``query`` (:meth:`route`'s ``result``)."""
+        return self.route(query, rules, callbacks=callbacks).result
+
+    async def ajudge(self, query: str, rules: Sequence[Rule], *, callbacks: Callbacks = None) -> MatchResult:
+        """Async twin of :meth:`judge`."""
+        return (await self.aroute(query, rules, callbacks=callbacks)).result
+
+    def _to_strong(self, cheap: MatchResult, rules: Sequence[Rule]) -> list[Rule]:
+        """The rules (as the strong judge knows them) whose cheap judgment lies in the band or has no score."""
+        by_id = {r.rule_id: r for r in rules}
         return [
-            self._rule(j.rule_id)
+            self.strong_rules.get(j.rule_id, by_id[j.rule_id])
             for j in cheap.judgments
             if j.error is not None or j.score is None or self.low <= j.score <= self.high
         ]
@@ -401,97 +414,5 @@ class CascadeRetriever(BaseRetriever):
                 routes[judgment.rule_id] = STRONG
         combined = MatchResult(query=query, predicate=cheap.predicate, judgments=judgments)
         return CascadeResult(
-            query=query,
-            result=combined,
-            cheap=cheap,
-            strong=strong,
-            routes=routes,
-            sent=[r.rule_id for r in sent],
+            query=query, result=combined, cheap=cheap, strong=strong, routes=routes, sent=[r.rule_id for r in sent]
         )
-
-    def match(self, query: str, *, callbacks: Callbacks = None) -> CascadeResult:
-        """Judge every rule with the cheap retriever and the band's rules with the strong one.
-
-        Args:
-            query: The input.
-            callbacks: Callbacks (or a callback manager) passed to both judges.
-
-        Returns:
-            The combined result, with the route of every pair.
-        """
-        cheap = self.cheap.match(query, callbacks=callbacks)
-        sent = self._to_strong(cheap)
-        strong = self.strong.judge.judge(query, sent, callbacks=callbacks) if sent else None
-        return self._combine(query, cheap, sent, strong)
-
-    async def amatch(self, query: str, *, callbacks: Callbacks = None) -> CascadeResult:
-        """Async twin of :meth:`match`."""
-        cheap = await self.cheap.amatch(query, callbacks=callbacks)
-        sent = self._to_strong(cheap)
-        strong = await self.strong.judge.ajudge(query, sent, callbacks=callbacks) if sent else None
-        return self._combine(query, cheap, sent, strong)
-
-    def documents(self, result: CascadeResult, *, k: int | None = None) -> list[Document]:
-        """The documents a retrieval returns for a cascade result: matched rules, highest score first.
-
-        Args:
-            result: A :meth:`match` result.
-            k: Cap (default: the retriever's ``k``, else every matched rule).
-
-        Returns:
-            Copies of the cheap retriever's rule documents with the verdict metadata of
-            :meth:`ApplicabilityRetriever.documents`, plus ``tag_judge`` and ``tag_strong_share``.
-        """
-        if k is not None and k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        cap = self.k if k is None else k
-        docs = self.cheap.documents(result.result, k=len(result.result.judgments) if cap is None else cap)
-        share = round(result.strong_share, 6)
-        for judgment, doc in zip(result.result.matched, docs, strict=False):  # the same order; docs may be capped
-            doc.metadata[JUDGE_KEY] = result.routes.get(judgment.rule_id, CHEAP)
-            doc.metadata[STRONG_SHARE_KEY] = share
-        return docs
-
-    @override
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
-    ) -> list[Document]:
-        cheap = self.cheap.match(query, callbacks=run_manager.get_child("tag_cascade:cheap"))
-        sent = self._to_strong(cheap)
-        strong = (
-            self.strong.judge.judge(query, sent, callbacks=run_manager.get_child("tag_cascade:strong"))
-            if sent
-            else None
-        )
-        result = self._combine(query, cheap, sent, strong)
-        self._last_match = result
-        if result.failed:
-            run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
-        return self.documents(result, k=k)
-
-    @override
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
-    ) -> list[Document]:
-        cheap = await self.cheap.amatch(query, callbacks=run_manager.get_child("tag_cascade:cheap"))
-        sent = self._to_strong(cheap)
-        strong = (
-            await self.strong.judge.ajudge(query, sent, callbacks=run_manager.get_child("tag_cascade:strong"))
-            if sent
-            else None
-        )
-        result = self._combine(query, cheap, sent, strong)
-        self._last_match = result
-        if result.failed:
-            await run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
-        return self.documents(result, k=k)
-
-
-def _failure_event(result: CascadeResult) -> dict[str, Any]:
-    """The ``tag_judgments_failed`` event's data, with the judge of each failed pair."""
-    return {
-        "query": result.query,
-        "failed_rule_ids": [j.rule_id for j in result.failed],
-        "errors": {j.rule_id: j.error for j in result.failed},
-        "judges": {j.rule_id: result.routes.get(j.rule_id, CHEAP) for j in result.failed},
-    }

@@ -36,22 +36,26 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, Union
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
 from langchain_tag.calls.verdict_cache import VerdictStore
+from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import TagError
+from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, read_inputs
 
 if TYPE_CHECKING:
-    # Judgment and MatchResult as the retriever's match() is typed to return them (the matcher re-exports them).
     from langchain_tag.judging.results import Judgment, MatchResult
     from langchain_tag.retrievers import ApplicabilityRetriever
+
+Judged = Union["ApplicabilityRetriever", "CascadeRetriever"]
+"""What the bulk job runs: a retriever (any judge behind it), or a cascade of two."""
 
 __all__ = [
     "InputItem",
@@ -66,7 +70,7 @@ __all__ = [
 ]
 
 
-def retriever_rules(retriever: ApplicabilityRetriever) -> list[Rule]:
+def retriever_rules(retriever: Judged) -> list[Rule]:
     """The rules a retriever judges every input against (none when it draws candidates from a vector store)."""
     return rules_from_documents(rule_documents(retriever.rules))
 
@@ -196,7 +200,7 @@ class _PairRecorder(BaseCallbackHandler):
 class _Job:
     """What every input of one bulk job shares."""
 
-    retriever: ApplicabilityRetriever
+    retriever: Judged
     rules: list[Rule]
     per_input: int
     all_pairs: bool
@@ -206,9 +210,7 @@ class _Job:
     """Input id -> its judgments the verdict cache lacked when the job started (only with a progress bar)."""
 
     @classmethod
-    def start(
-        cls, retriever: ApplicabilityRetriever, items: Sequence[InputItem], *, all_pairs: bool, show: bool | None
-    ) -> _Job:
+    def start(cls, retriever: Judged, items: Sequence[InputItem], *, all_pairs: bool, show: bool | None) -> _Job:
         rules = retriever_rules(retriever)
         halves = 2 if retriever.judge.prompt.negation is not None else 1
         count = len(rules) if rules else (retriever.candidates or 0)
@@ -237,7 +239,7 @@ class _Job:
     def run(self, item: InputItem) -> dict[str, Any]:
         recorder = self.recorder(item)
         try:
-            outcome: MatchResult | BaseException = self.retriever.match(item.text, callbacks=[recorder])
+            outcome: MatchResult | BaseException = _combined(self.retriever.match(item.text, callbacks=[recorder]))
         except TagError as exc:
             outcome = exc
         return self.finish(item, outcome, recorder)
@@ -245,13 +247,19 @@ class _Job:
     async def arun(self, item: InputItem) -> dict[str, Any]:
         recorder = self.recorder(item)
         try:
-            outcome: MatchResult | BaseException = await self.retriever.amatch(item.text, callbacks=[recorder])
+            found = await self.retriever.amatch(item.text, callbacks=[recorder])
+            outcome: MatchResult | BaseException = _combined(found)
         except TagError as exc:
             outcome = exc
         return self.finish(item, outcome, recorder)
 
 
-def _not_cached(retriever: ApplicabilityRetriever, items: Sequence[InputItem], rules: Sequence[Rule]) -> dict[str, int]:
+def _combined(found: MatchResult | CascadeResult) -> MatchResult:
+    """A retriever's match result; a cascade's combined one."""
+    return found.result if isinstance(found, CascadeResult) else found
+
+
+def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[Rule]) -> dict[str, int]:
     """Per input id, how many of its judgments the verdict cache lacks (a resumed job's bar starts past the rest)."""
     judge = retriever.judge
     store = VerdictStore(judge.cache) if judge.cache is not None else None
@@ -262,7 +270,7 @@ def _not_cached(retriever: ApplicabilityRetriever, items: Sequence[InputItem], r
     return counts
 
 
-def _inputs_at_once(max_concurrency: int | None, retriever: ApplicabilityRetriever, per_input: int) -> int:
+def _inputs_at_once(max_concurrency: int | None, retriever: Judged, per_input: int) -> int:
     """Inputs judged at the same time: as given, else enough to keep the retriever's judgments busy."""
     if max_concurrency is not None:
         if max_concurrency < 1:
@@ -273,7 +281,7 @@ def _inputs_at_once(max_concurrency: int | None, retriever: ApplicabilityRetriev
 
 def match_corpus(
     inputs: Iterable[InputItem | str],
-    retriever: ApplicabilityRetriever,
+    retriever: Judged,
     *,
     all_pairs: bool = False,
     show_progress: bool | None = None,
@@ -300,7 +308,9 @@ def match_corpus(
 
     Args:
         inputs: The inputs (:func:`read_inputs`); a bare string gets its 1-based position as its id.
-        retriever: The retriever whose judge, rules, calibration and verdict cache are used.
+        retriever: The retriever whose judge, rules, calibration and verdict cache are used (or a
+            :class:`~langchain_tag.cascade_retriever.CascadeRetriever`: its cheap judge on every pair, its strong
+            judge on the band's).
         all_pairs: Also give every pair's decision, raw P(YES) and score.
         show_progress: Show a progress bar of judgments (rate and ETA) on stderr; ``None`` when stderr is a terminal.
         max_concurrency: Most inputs judged at the same time; ``None`` takes enough to keep about
@@ -319,7 +329,7 @@ def match_corpus(
 
 def _match_items(
     items: list[InputItem],
-    retriever: ApplicabilityRetriever,
+    retriever: Judged,
     all_pairs: bool,
     show_progress: bool | None,
     max_concurrency: int | None,
@@ -361,7 +371,7 @@ def _run_in_order(
 
 def amatch_corpus(
     inputs: Iterable[InputItem | str],
-    retriever: ApplicabilityRetriever,
+    retriever: Judged,
     *,
     all_pairs: bool = False,
     show_progress: bool | None = None,
@@ -375,7 +385,7 @@ def amatch_corpus(
 
 async def _amatch_items(
     items: list[InputItem],
-    retriever: ApplicabilityRetriever,
+    retriever: Judged,
     all_pairs: bool,
     show_progress: bool | None,
     max_concurrency: int | None,
@@ -423,10 +433,46 @@ def _partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
+def check_output_path(path: str | Path) -> Path:
+    """Refuse an output path :func:`write_results` could not put its file at, before any judgment is made.
+
+    The results file is written beside ``path`` and renamed over it at the
+    end, so ``path`` must be a regular file or not exist yet, and its
+    directory (or the nearest existing one above, where the missing ones will
+    be made) must let files be created. Each message names the path at fault.
+
+    Args:
+        path: Where the results will go.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        IsADirectoryError: When ``path`` is a directory.
+        NotADirectoryError: When a parent of ``path`` is a file.
+        PermissionError: When files cannot be created in its directory.
+        OSError: When ``path`` exists but is not a regular file (a device, a pipe).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write {path}: it is a directory; give a file path for the results")
+    if path.exists() and not path.is_file():
+        raise OSError(
+            f"cannot write {path}: it is not a regular file (a device or a pipe); "
+            'write to "-" (stdout) and redirect that instead'
+        )
+    directory = next((p for p in path.parents if p.exists()), Path("."))
+    if not directory.is_dir():
+        raise NotADirectoryError(f"cannot write {path}: {directory} is a file, not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write {path}: no permission to create files in {directory}")
+    return path
+
+
 @contextmanager
 def _replacing(path: Path) -> Iterator[TextIO]:
     """A handle on ``path``'s partial file, renamed over ``path`` when the block ends; removed if it raises."""
-    partial = _partial_path(path)
+    partial = _partial_path(check_output_path(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as handle:
@@ -445,7 +491,9 @@ def write_results(results: Iterable[Mapping[str, Any]], path: str | Path) -> int
     Lines go to a hidden ``.NAME.partial`` file beside ``path`` as they come,
     which replaces ``path`` once the last one is written; when the results
     stop with an error (or an interrupt), the partial file is removed and
-    ``path`` is left as it was.
+    ``path`` is left as it was. ``path`` is checked (:func:`check_output_path`)
+    before the first result is asked for, so a path that cannot take the file
+    costs no judgment.
 
     Args:
         results: JSON-ready results (:func:`match_corpus`).
@@ -453,6 +501,9 @@ def write_results(results: Iterable[Mapping[str, Any]], path: str | Path) -> int
 
     Returns:
         How many results were written.
+
+    Raises:
+        OSError: When ``path`` cannot take the file (see :func:`check_output_path`).
     """
     count = 0
     with _replacing(Path(path)) as handle:

@@ -10,15 +10,9 @@ from uuid import UUID
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
+from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.judging.calibration.scorer import Calibration
-from langchain_tag.judging.cascade import (
-    JUDGE_KEY,
-    STRONG_SHARE_KEY,
-    Band,
-    CascadeRetriever,
-    cascade_decisions,
-    choose_band,
-)
+from langchain_tag.judging.cascade import JUDGE_KEY, STRONG_SHARE_KEY, Band, cascade_decisions, choose_band
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
@@ -248,3 +242,51 @@ def test_choose_band_refuses_bad_input() -> None:
 def test_band_is_plain_data() -> None:
     band = Band(low=0.2, high=0.6, agreement=0.9, strong_share=0.3, pairs=10)
     assert band.contains(0.2) and band.contains(0.6) and not band.contains(0.61)
+
+
+def test_the_bulk_job_runs_a_cascade_and_resumes_without_a_strong_call(rules: list[Rule], tmp_path: Any) -> None:
+    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+    from langchain_tag.judging.cascade import CascadeJudge
+    from langchain_tag.scale.bulk import amatch_corpus, match_corpus
+
+    def build() -> CascadeRetriever:
+        cheap_llm = FakeChatModel(respond=_cheap_reply, with_logprobs=True)
+        strong_llm = fake_judge(STRONG_YES, with_logprobs=True)
+        cheap = ApplicabilityRetriever(
+            llm=cheap_llm, rules=rules, calibration=None, cache=SQLiteVerdictCache(tmp_path / "cheap.sqlite")
+        )
+        strong = ApplicabilityRetriever(
+            llm=strong_llm, rules=rules, calibration=None, cache=SQLiteVerdictCache(tmp_path / "strong.sqlite")
+        )
+        return CascadeRetriever(cheap=cheap, strong=strong, low=0.4, high=0.58)
+
+    inputs = ["a = 1", "b = 2", "c = 3"]
+    first = build()
+    assert isinstance(first.judge, CascadeJudge)
+    records = list(match_corpus(inputs, first))
+    assert [[m["rule_id"] for m in r["matched"]] for r in records] == [["R-001", "R-003", "R-005"]] * 3
+    strong_llm = first.strong.llm
+    assert isinstance(strong_llm, FakeChatModel) and strong_llm.calls == 2 * len(inputs)  # R-002 and R-003 each
+    again = build()
+    assert list(match_corpus(inputs, again)) == records
+    resumed_cheap, resumed_strong = again.cheap.llm, again.strong.llm
+    assert isinstance(resumed_cheap, FakeChatModel) and isinstance(resumed_strong, FakeChatModel)
+    assert (resumed_cheap.calls, resumed_strong.calls) == (0, 0)  # both judges' verdicts came from their caches
+
+    async def collect() -> list[dict[str, Any]]:
+        return [r async for r in amatch_corpus(inputs, build())]
+
+    assert asyncio.run(collect()) == records
+
+
+def test_the_cascade_judge_speaks_the_judge_protocol(rules: list[Rule]) -> None:
+    from langchain_tag.judging.cascade import CascadeJudge
+
+    retriever = _cascade(rules)
+    judge = retriever.judge
+    assert isinstance(judge, CascadeJudge) and judge.prompt is retriever.cheap.judge.prompt
+    result = judge.judge("q", retriever.cheap.rules_for("q"))
+    assert {j.rule_id for j in result.matched} == {"R-001", "R-003", "R-005"}
+    assert [r.rule_id for r in judge.requests("q", retriever.cheap.rules_for("q"))] == sorted(CHEAP_P)
+    with pytest.raises(ValueError, match="band"):
+        CascadeJudge(retriever.cheap.judge, retriever.strong.judge, 0.6, 0.4)

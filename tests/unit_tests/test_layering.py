@@ -181,3 +181,44 @@ def test_core_runs_the_readme_example_with_runtime_and_extras_blocked() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "core ok" in done.stdout
+
+
+LAYERS = (
+    ("langchain_tag.errors", "langchain_tag.rules", "langchain_tag.jsonl", "langchain_tag.registry"),
+    ("langchain_tag.calls",),
+    ("langchain_tag.judging", "langchain_tag.extraction", "langchain_tag.executors"),
+    (
+        "langchain_tag.retrievers",
+        "langchain_tag.cascade_retriever",
+        "langchain_tag.graph",
+        "langchain_tag.integrations",
+    ),
+    ("langchain_tag.scale", "langchain_tag.testing"),
+    ("langchain_tag.local", "langchain_tag.cli"),
+)
+"""The package's folders and top modules from the bottom up: a module imports nothing of a layer above its own."""
+
+
+def _layer(name: str) -> int | None:
+    found = [i for i, layer in enumerate(LAYERS) if _is_under(name, layer)]
+    return found[0] if found else None
+
+
+def test_every_module_has_a_layer() -> None:
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")} - {"langchain_tag"}
+    assert sorted(m for m in modules if _layer(m) is None) == []
+
+
+def test_no_module_imports_a_layer_above_its_own_at_load_or_for_type_checking() -> None:
+    offenders = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = _module_name(path)
+        own = _layer(name)
+        if own is None:
+            continue
+        above = sorted(
+            i for i in _imports(path, top_level_only=True) if (layer := _layer(i)) is not None and layer > own
+        )
+        if above:
+            offenders[name] = above
+    assert offenders == {}
