@@ -101,17 +101,26 @@ class JudgePrompt:
         return [SystemMessage(self.system), HumanMessage(user)]
 
 
-# An input line that could pass for a fence: ``<<<`` opening it, or ``>>>`` closing it.
-_FENCE_LIKE = re.compile(r"^([ \t]*)(?=<<<)|(>>>[ \t]*)$", re.MULTILINE)
+# Every line boundary of ``str.splitlines`` (``\r\n`` is ``\r`` then ``\n``), and whitespace that is not one.
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_LINE_SPACE = rf"[^\S{_LINE_BREAKS}]*"
+# An input line that could pass for a fence: ``<<<`` opening it, or ``>>>`` closing it, whitespace aside.
+_FENCE_LIKE = re.compile(
+    rf"(?:^|(?<=[{_LINE_BREAKS}]))({_LINE_SPACE})(?=<<<)|(>>>{_LINE_SPACE})(?=[{_LINE_BREAKS}]|\Z)"
+)
 
 
 def fence_input(query: str) -> str:
-    """The input as placed inside the judge prompt's fence.
+    r"""The input as placed inside the judge prompt's fence.
 
     A backslash goes before a ``<<<`` that starts a line and before a ``>>>``
-    that ends one, so no input line can open or close the fence; everything
-    else (``>>>`` doctest prompts included) is left exactly as written, so an
-    ordinary input renders as it always did.
+    that ends one, so no input line can open or close the fence. Lines are
+    the lines of ``str.splitlines`` (split at ``\n``, ``\r\n``, ``\r``,
+    ``\v``, ``\f``, ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and
+    ``\u2029``), and whitespace before a ``<<<`` or after a ``>>>`` (a
+    non-breaking space too) does not hide it. Everything else (``>>>``
+    doctest prompts included) is left exactly as written, so an ordinary
+    input renders as it always did.
     """
     return _FENCE_LIKE.sub(lambda m: f"{m.group(1)}\\" if m.group(2) is None else f"\\{m.group(2)}", query)
 
