@@ -40,21 +40,25 @@ _LOGPROB_SLACK = 1e-3  # servers round; a log-probability a hair above 0 is read
 def parse_verdict(message: BaseMessage | str, *, threshold: float = 0.5) -> Verdict:
     """Read a YES/NO verdict strictly, preferring first-token logprobs.
 
-    With logprobs (OpenAI-style ``response_metadata["logprobs"]``), P(YES) is
-    the probability mass on YES-like first tokens divided by the mass on YES-
-    and NO-like ones; the verdict is ``P(YES) >= threshold``. Without them, the
-    reply text is read, and only in three forms:
+    The reply text must be a verdict, in one of these forms:
 
     * a JSON object whose ``verdict`` (or ``answer``) is the string ``"YES"``
       or ``"NO"``, or whose ``applicable`` (or ``relevant``) is a boolean;
     * a reply whose first word is YES or NO (or true/false), optionally after
-      ``Answer:``, with no YES or NO of the other kind anywhere after it.
+      ``Answer:``, with no YES or NO of the other kind anywhere after it;
+    * with logprobs, also a lone YES- or NO-like token (``"Y"``, ``"n"``,
+      ``"Not"``, ...), as a one-token reply may be.
 
     Anything else ("Not sure.", "Yes, no.", ``{"verdict": ["YES"]}``, a
-    sentence that merely contains "yes") is not a verdict.
+    sentence that merely contains "yes", an empty reply) is not a verdict,
+    whatever its logprobs say. With logprobs (OpenAI-style
+    ``response_metadata["logprobs"]``), P(YES) is the probability mass on
+    YES-like first tokens divided by the mass on YES- and NO-like ones, and
+    the verdict is ``P(YES) >= threshold``; without them (or when no first
+    token is YES- or NO-like), the verdict is the text's.
 
     Raises:
-        ParseError: When neither source gives a verdict, or the logprobs are
+        ParseError: When the text is not a verdict, or the logprobs are
             malformed (not the documented shape, or a log-probability that is
             not a finite number at most 0).
     """
@@ -74,10 +78,15 @@ def parse_reply(text: str, logprobs: Any = None, *, threshold: float = 0.5) -> V
         ParseError: As :func:`parse_verdict`.
     """
     prob = logprobs_yes_probability(logprobs)
-    if prob is not None:
-        return Verdict(prob >= threshold, prob, "logprobs")
     text = text.strip()
     decision = _json_decision(text) if text.startswith(("{", "```")) else _word_decision(text)
+    if prob is not None:
+        if decision is None and _token_decision(text) is None:
+            raise ParseError(
+                f"no YES/NO verdict in reply: {preview(text)} (its first-token logprobs give P(YES) = {prob:.3f}, "
+                "but the text is not a verdict)"
+            )
+        return Verdict(prob >= threshold, prob, "logprobs")
     if decision is None:
         raise ParseError(f"no YES/NO verdict in reply: {preview(text)}")
     return Verdict(decision, None, "text")

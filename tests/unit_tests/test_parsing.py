@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage
 
 from langchain_tag.calls.replies import parse_json_items, parse_json_object
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.read import parse_verdict, yes_probability
+from langchain_tag.judging.read import parse_reply, parse_verdict, yes_probability
 from tests.unit_tests.faults import MALFORMED_LOGPROBS
 
 
@@ -189,3 +189,43 @@ def test_with_aliases_reads_short_and_long_keys_alike() -> None:
         "category_tags": ["t"],
     }
     assert with_aliases({"name": "short", "rule_name": "long"}, aliases)["rule_name"] == "long"  # the full name wins
+
+
+# Replies that are not verdicts though their first token's logprobs favour YES: the text must still be a verdict.
+NOT_VERDICTS_WITH_LOGPROBS = [
+    "Yes, no.",
+    "Not sure.",
+    "It applies only to other inputs; here it does not.",
+    "The answer is yes.",
+    "Sure! YES",
+    '{"verdict": ["YES"]}',
+    '{"verdict": "YES", "applicable": false}',
+    "maybe",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", NOT_VERDICTS_WITH_LOGPROBS)
+def test_a_reply_that_is_not_a_verdict_is_refused_even_with_logprobs(text: str) -> None:
+    with pytest.raises(ParseError, match="no YES/NO verdict"):
+        parse_verdict(_with_logprobs(text, {"Yes": 0.9, "NO": 0.1}))
+    logprobs = _with_logprobs(text, {"YES": 0.8, "No": 0.2}).response_metadata["logprobs"]
+    with pytest.raises(ParseError, match="no YES/NO verdict"):
+        parse_reply(text, logprobs)
+
+
+@pytest.mark.parametrize("token", ["YES", "NO", "Yes", " yes", "No", "no.", "true", "Y", "n", "Not", "Applicable"])
+def test_a_one_token_reply_with_logprobs_is_read_from_the_logprobs(token: str) -> None:
+    verdict = parse_verdict(_with_logprobs(token, {token: 0.7, "NO" if token != "NO" else "YES": 0.3}))
+    assert verdict.source == "logprobs" and verdict.probability is not None
+    assert verdict.applies is (verdict.probability >= 0.5)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("YES. The input has tabs.", 0.3), ('{"verdict": "NO"}', 0.8), ("Answer: no", 0.55), ("**Yes**", 0.4)],
+)
+def test_a_text_verdict_with_logprobs_takes_their_probability(text: str, expected: float) -> None:
+    verdict = parse_verdict(_with_logprobs(text, {"YES": expected, "NO": 1 - expected}))
+    assert verdict.source == "logprobs" and verdict.probability == pytest.approx(expected)
+    assert verdict.applies is (expected >= 0.5)
