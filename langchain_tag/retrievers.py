@@ -26,8 +26,9 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_vali
 from typing_extensions import Self, override
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache
-from langchain_tag.judging.calibration.scorer import Calibration, LabelledFit
-from langchain_tag.judging.calibration.scorer import Method as CalibrationMethod
+from langchain_tag.judging.calibration.model import Calibration
+from langchain_tag.judging.calibration.model import Method as CalibrationMethod
+from langchain_tag.judging.calibration.scorer import LabelledFit
 from langchain_tag.judging.chat import ChatJudge, ChatRunnable
 from langchain_tag.judging.context_window import CONTEXT_TOKENS_ENV
 from langchain_tag.judging.decision_api import BaseDecisionModel, is_decision_model
@@ -158,7 +159,7 @@ class _CalibratesFromExamples:
         """Fit a calibration from a few labelled inputs and use it from now on (``self.calibration``).
 
         Every example is judged against every candidate rule (through the verdict cache), then the labels are
-        fitted with :func:`~langchain_tag.judging.calibration.scorer.fit_calibration`. Save the result with
+        fitted with :func:`~langchain_tag.judging.calibration.model.fit_calibration`. Save the result with
         :meth:`Calibration.save` and pass it back as ``calibration=``.
 
         Args:

@@ -9,8 +9,8 @@ a set with many pairs does not decide it alone. Test pairs are never read for th
 
 It also prints, per set, the test F1 of the pooled fit and of a fit that leaves that set out (its Platt map and
 threshold fitted on the other sets' dev splits only): how the default is expected to do on a policy it was not
-fitted on. The fitted numbers go into :mod:`langchain_tag.judging.calibration.scorer` by hand, with the
-command in a comment.
+fitted on. The fitted numbers go into the package's ``langchain_tag/data/calibrations.json`` by hand, with
+the command and what was fitted on in the entry's ``provenance``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.judging.calibration.scorer import Calibration, fit_calibration, sigmoid
+from langchain_tag.judging.calibration.model import Calibration, fit_calibration
+from langchain_tag.judging.logodds import sigmoid
 from langchain_tag.rules import load_rules
 from langchain_tag_bench.quality import (
     RECORDS_FILE,

@@ -15,7 +15,7 @@ Methods (rows): ``tag`` (the shipped default: ``calibration="default"``, matched
 ``tag-raw`` (the same judgments, matched = raw P(YES) >= 0.5, no calls of its own), ``tag-calibrated:FILE`` (a
 saved :class:`~langchain_tag.judging.calibration.Calibration`; its pairs come from the shared verdict cache, so only its
 reference inputs cost calls), ``tag-fitted`` (each rule's mean log-odds over
-:data:`~langchain_tag.judging.calibration.scorer.TYPICAL_INPUTS` subtracted, then Platt and the threshold fitted on
+:data:`~langchain_tag.judging.calibration.defaults.TYPICAL_INPUTS` subtracted, then Platt and the threshold fitted on
 the run's own dev cases and applied to test: how a default calibration for a new judge model or judge prompt is
 made; written to
 ``OUT/fitted-calibration.json``), ``all_rules``, ``rules_similarity@K`` (K = 1, 3, 5) and ``chunks_similarity@K``
@@ -49,15 +49,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.vectorstores import VectorStore
 
 from langchain_tag.calls.identity import model_identity
-from langchain_tag.judging.calibration.scorer import (
-    MIN_DOMAIN_REFERENCES,
-    TYPICAL_INPUTS,
+from langchain_tag.judging.calibration.defaults import MIN_DOMAIN_REFERENCES, TYPICAL_INPUTS
+from langchain_tag.judging.calibration.model import (
     Calibration,
     CalibrationError,
     expected_calibration_error,
     fit_calibration,
-    sigmoid,
 )
+from langchain_tag.judging.logodds import sigmoid
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
 from langchain_tag_bench.data import BenchDataError, read_json

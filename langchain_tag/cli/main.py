@@ -135,7 +135,8 @@ def _verdict_cache(args: argparse.Namespace) -> Any:
 
 
 def _cmd_match(args: argparse.Namespace) -> int:
-    from langchain_tag.judging.calibration.scorer import Calibration, load_reference_inputs
+    from langchain_tag.judging.calibration.defaults import load_reference_inputs
+    from langchain_tag.judging.calibration.model import Calibration
     from langchain_tag.local.models import ModelConfig, get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules
@@ -208,7 +209,8 @@ def _bulk_match_asked(args: argparse.Namespace) -> bool:
 
 def _judging_retriever(args: argparse.Namespace, llm: Any, rules: list[Any], context_tokens: int | None = None) -> Any:
     """An applicability retriever configured by the judging options (predicate, calibration, cache, ...)."""
-    from langchain_tag.judging.calibration.scorer import Calibration, load_reference_inputs
+    from langchain_tag.judging.calibration.defaults import load_reference_inputs
+    from langchain_tag.judging.calibration.model import Calibration
     from langchain_tag.retrievers import ApplicabilityRetriever
 
     return ApplicabilityRetriever(
@@ -352,7 +354,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.integrations.loaders import load_document
-    from langchain_tag.judging.calibration.scorer import load_reference_inputs
+    from langchain_tag.judging.calibration.defaults import load_reference_inputs
     from langchain_tag.local.models import get_chat_model, get_embeddings
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules

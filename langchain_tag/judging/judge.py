@@ -28,8 +28,9 @@ from langchain_core.callbacks import Callbacks
 from langchain_tag.calls.identity import describe_model, model_identity
 from langchain_tag.calls.verdict_cache import VerdictCache
 from langchain_tag.errors import ProviderError
+from langchain_tag.judging.calibration.defaults import check_reference_inputs, resolve_default
 from langchain_tag.judging.calibration.model import Calibration
-from langchain_tag.judging.calibration.scorer import ReferenceBook, Scorer, check_reference_inputs, resolve_default
+from langchain_tag.judging.calibration.scorer import ReferenceBook, Scorer
 from langchain_tag.judging.context_window import check_context, context_tokens_from_env
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat

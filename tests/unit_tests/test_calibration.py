@@ -5,16 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.judging.calibration.scorer import (
+from langchain_tag.judging.calibration.defaults import default_calibration, load_reference_inputs
+from langchain_tag.judging.calibration.model import (
     Calibration,
     CalibrationError,
-    default_calibration,
     expected_calibration_error,
     fit_calibration,
-    load_reference_inputs,
-    logit,
-    sigmoid,
 )
+from langchain_tag.judging.logodds import logit, sigmoid
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
@@ -107,7 +105,7 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
 
 
 def test_default_calibration_matches_model_family_and_prompt_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.calibration import defaults as module
 
     shipped = Calibration(method="threshold", intercept=1.0, prompt_version="judge-v9")
     monkeypatch.setitem(module.DEFAULT_CALIBRATIONS, "tiny-judge", shipped)
@@ -218,7 +216,7 @@ SAMPLE = ["plain input one", "plain input two", "plain input three", "HOLDS-R-2 
 def test_reference_inputs_select_the_domain_default_with_the_sample_as_references(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.calibration import defaults as module
 
     monkeypatch.setitem(module.DOMAIN_REFERENCE_CALIBRATIONS, "tiny-judge", {**DOMAIN, "prompt_version": "judge-v9"})
     typical = Calibration(method="threshold", reference_inputs=("N/A",), prompt_version="judge-v9")
@@ -235,7 +233,7 @@ def test_reference_inputs_select_the_domain_default_with_the_sample_as_reference
 
 
 def test_retriever_scores_each_rule_against_its_level_on_the_users_sample(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.calibration import defaults as module
     from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     version = JUDGE_PROMPTS["applicability"].version
@@ -358,3 +356,20 @@ def test_the_local_models_default_centres_per_input() -> None:
 
     shipped = default_calibration("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", JUDGE_PROMPTS["applicability"].version)
     assert shipped is not None and shipped.centre_per_input and shipped.reference_inputs
+
+
+def test_every_shipped_calibration_comes_from_the_data_file_with_its_provenance() -> None:
+    import json
+    from importlib import resources
+
+    from langchain_tag.judging.calibration import defaults
+
+    data = json.loads(resources.files("langchain_tag").joinpath("data/calibrations.json").read_text(encoding="utf-8"))
+    assert set(data["defaults"]) == set(defaults.DEFAULT_CALIBRATIONS)
+    assert set(data["domain_reference"]) == set(defaults.DOMAIN_REFERENCE_CALIBRATIONS)
+    for entry in [*data["defaults"].values(), *data["domain_reference"].values()]:
+        assert entry["provenance"]["command"].startswith("langchain-tag bench fit-default")
+        assert entry["provenance"]["fitted_on"] and entry["provenance"]["results"]
+    shipped = defaults.DEFAULT_CALIBRATIONS["qwen2.5-coder-1.5b"]
+    assert (shipped.method, shipped.slope, shipped.intercept, shipped.threshold) == ("platt", 5.06, -3.63, 0.176)
+    assert shipped.reference_inputs == defaults.TYPICAL_INPUTS and len(defaults.TYPICAL_INPUTS) == 8

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
 from langchain_tag.cascade_retriever import CascadeRetriever
-from langchain_tag.judging.calibration.scorer import Calibration
+from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.cascade import JUDGE_KEY, STRONG_SHARE_KEY, Band, cascade_decisions, choose_band
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule

@@ -8,7 +8,8 @@ import pytest
 
 import langchain_tag.local.models as models
 from langchain_tag.cli.main import EXIT_JUDGMENTS_FAILED, main
-from langchain_tag.judging.calibration.scorer import Calibration, logit
+from langchain_tag.judging.calibration.model import Calibration
+from langchain_tag.judging.logodds import logit
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.testing import FakeChatModel
 
@@ -96,7 +97,7 @@ def test_match_with_reference_inputs_scores_rules_against_the_sample(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
 ) -> None:
     import langchain_tag.local.models as models
-    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.calibration import defaults as module
     from langchain_tag.judging.prompts import JUDGE_PROMPTS
     from langchain_tag.testing import fake_judge
 

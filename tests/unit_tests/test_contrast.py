@@ -7,7 +7,8 @@ import math
 import pytest
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
-from langchain_tag.judging.calibration.scorer import Calibration, default_calibration
+from langchain_tag.judging.calibration.defaults import default_calibration
+from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.prompts import JUDGE_PROMPTS, negate_condition
 from langchain_tag.judging.results import Judgment, contrast_judgment
@@ -117,7 +118,7 @@ def test_statement_half_is_served_from_the_single_prompts_cache(rules: list[Rule
 
 
 def test_default_calibration_is_matched_on_the_scoring_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    import langchain_tag.judging.calibration.scorer as module
+    import langchain_tag.judging.calibration.defaults as module
 
     contrast = JUDGE_PROMPTS["applicability-contrast"]
     shipped = Calibration(method="platt", slope=2.0, prompt_version=contrast.scoring_version)

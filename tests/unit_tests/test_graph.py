@@ -216,7 +216,7 @@ def test_rule_objects_work_in_every_mode(rules: list[Rule], mode: Any) -> None:
 
 
 def test_reference_inputs_reach_the_tag_modes_judge(monkeypatch: pytest.MonkeyPatch, rules: list[Rule]) -> None:
-    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.calibration import defaults as module
     from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
     version = JUDGE_PROMPTS["applicability"].version

@@ -25,7 +25,7 @@ from pydantic import SecretStr
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.errors import MissingExtraError
-from langchain_tag.judging.calibration.scorer import Calibration
+from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule

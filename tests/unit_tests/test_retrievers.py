@@ -377,8 +377,8 @@ def test_a_field_changed_after_construction_takes_effect(rules: list[Rule]) -> N
 def test_first_contrast_query_with_references_builds_one_judge(
     rules: list[Rule], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_tag.judging.calibration import scorer as module
-    from langchain_tag.judging.calibration.scorer import Calibration
+    from langchain_tag.judging.calibration import defaults as module
+    from langchain_tag.judging.calibration.model import Calibration
     from langchain_tag.judging.chat import ChatJudge
 
     shipped = Calibration(

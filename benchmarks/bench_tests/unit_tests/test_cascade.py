@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.judging.calibration.scorer import Calibration
+from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag_bench.cascade import cascade_report, load_judge_run, main
 from langchain_tag_bench.quality import FITTED_FILE, RECORDS_FILE, load_quality_set

@@ -10,7 +10,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag.cli import main as cli
-from langchain_tag.judging.calibration.scorer import TYPICAL_INPUTS, Calibration
+from langchain_tag.judging.calibration.defaults import TYPICAL_INPUTS
+from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.local import models
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extractor, judged_rule_id
@@ -486,7 +487,7 @@ MORE_DEV = [
 def test_tag_domain_uses_dev_inputs_as_references_and_fit_default_pools_runs(
     tmp_path: Path, fake_models: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from langchain_tag.judging.calibration import scorer as module
+    from langchain_tag.judging.calibration import defaults as module
 
     domain = {"method": "identity", "standardise": True, "min_spread": 0.5, "threshold": 0.5}
     monkeypatch.setitem(
