@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -236,27 +236,63 @@ def rules_to_jsonl(rules: Iterable[Rule]) -> str:
 def load_rules(path: str | Path) -> list[Rule]:
     """Read a JSONL rule file.
 
-    Blank lines are skipped. A line that is not JSON or not a valid rule
-    raises an error naming the file, the line number and the field.
+    Blank lines are skipped, and a UTF-8 byte order mark before the first
+    line is dropped. A line that is not UTF-8, not JSON or not a valid rule,
+    and a ``rule_id`` given twice, raise an error naming the file, the line
+    number and the field.
 
     Raises:
         RuleFileError: On a bad line or a duplicate ``rule_id``.
-        FileNotFoundError: When the file does not exist.
+        FileNotFoundError: When the file does not exist (the message names it).
+        OSError: When the file cannot be read otherwise (the message names it).
     """
     path = Path(path)
     rules: list[Rule] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, data in json_lines(fh, str(path)):
-            if isinstance(data, JsonLineError):
-                raise RuleFileError(str(data)) from data
-            if not isinstance(data, dict):
-                raise RuleFileError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
-            try:
-                rules.append(Rule.model_validate(data))
-            except ValidationError as exc:
-                raise RuleFileError(f"{path}:{lineno}: {_first_error(exc)}") from exc
-    _check_unique(rules, where=str(path))
+    first_line: dict[str, int] = {}
+    try:
+        with path.open("rb") as fh:
+            for lineno, data in json_lines(_utf8_lines(fh, path), str(path)):
+                if isinstance(data, JsonLineError):
+                    raise RuleFileError(str(data)) from data
+                if not isinstance(data, dict):
+                    raise RuleFileError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
+                _check_encodable(data, f"{path}:{lineno}")
+                try:
+                    rule = Rule.model_validate(data)
+                except ValidationError as exc:
+                    raise RuleFileError(f"{path}:{lineno}: {_first_error(exc)}") from exc
+                if rule.rule_id in first_line:
+                    first = first_line[rule.rule_id]
+                    raise RuleFileError(f"{path}:{lineno}: duplicate rule_id {rule.rule_id!r} (first on line {first})")
+                first_line[rule.rule_id] = lineno
+                rules.append(rule)
+    except OSError as exc:
+        error = type(exc)(f"{path}: cannot read rules ({exc.strerror or exc})")
+        error.errno = exc.errno
+        raise error from exc
     return rules
+
+
+def _utf8_lines(lines: Iterable[bytes], path: Path) -> Iterator[str]:
+    """Each line decoded from UTF-8 (a byte order mark before the first dropped); a bad byte names its line."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            byte = raw[exc.start : exc.start + 1].hex()
+            raise RuleFileError(
+                f"{path}:{number}: not UTF-8 text (0x{byte}, byte {exc.start + 1} of the line: {exc.reason})"
+            ) from None
+        yield line
+
+
+def _check_encodable(data: Any, where: str) -> None:
+    """Refuse a text UTF-8 cannot encode (a lone surrogate, from a JSON escape): no prompt or cache key holds it."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        raise RuleFileError(f"{where}: a text holds {bad}, which UTF-8 cannot encode (a lone surrogate)") from None
 
 
 def _check_unique(rules: Sequence[Rule], *, where: str) -> None:

@@ -3,15 +3,62 @@
 The extraction store and the verdict cache both keep small key-value rows
 that must survive restarts and be written from several threads (batched
 calls) and processes (parallel runs); this is the part they share.
+
+Every SQLite error raised through it names the database file (``v.sqlite: file
+is not a database``), keeping its class (:class:`sqlite3.DatabaseError`, ...).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 __all__ = ["SQLiteFile"]
+
+
+def _naming(error: sqlite3.Error, path: Path) -> sqlite3.Error:
+    """``error`` again (same class, SQLite error code kept) with ``path`` in front of its message."""
+    named = type(error)(f"{path}: {error}")
+    for attribute in ("sqlite_errorcode", "sqlite_errorname"):
+        if hasattr(error, attribute):
+            setattr(named, attribute, getattr(error, attribute))
+    return named
+
+
+@contextmanager
+def _named_errors(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if str(exc).startswith(f"{path}: "):
+            raise
+        raise _naming(exc, path) from exc
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose statement and commit errors name its database file."""
+
+    database: Path
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        with _named_errors(self.database):
+            return super().execute(*args, **kwargs)
+
+    def executemany(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        with _named_errors(self.database):
+            return super().executemany(*args, **kwargs)
+
+    def commit(self) -> None:
+        with _named_errors(self.database):
+            super().commit()
+
+    def __exit__(self, *args: Any) -> Any:
+        with _named_errors(self.database):
+            return super().__exit__(*args)
 
 
 class SQLiteFile:
@@ -25,7 +72,12 @@ class SQLiteFile:
 
     def __init__(self, path: str | Path, schema: str, *, timeout: float = 30.0) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            file = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
+            why = f"{file} is a file, not a directory" if file else (exc.strerror or str(exc))
+            raise type(exc)(f"{self.path}: cannot create the database's directory ({why})") from exc
         self._timeout = timeout
         self._local = threading.local()
         with self.connection() as conn:
@@ -40,7 +92,9 @@ class SQLiteFile:
         """
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout)
+            with _named_errors(self.path):
+                conn = sqlite3.connect(self.path, timeout=self._timeout, factory=_Connection)
+            conn.database = self.path
             self._local.conn = conn
         return conn
 

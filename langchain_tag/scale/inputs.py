@@ -2,8 +2,10 @@
 
 :func:`read_inputs` reads an inputs file (a JSON string, or an object with
 ``"text"`` and an optional ``"id"``, per line) and names the file and line of
-anything it cannot use; :func:`as_input_items` gives in-memory inputs the same
-shape. :func:`~langchain_tag.scale.bulk.match_corpus` and
+anything it cannot use; :func:`read_inputs_from` reads the same lines from a
+stream (standard input); :func:`as_input_items` gives in-memory inputs the same
+shape, and :func:`encoding_error` says when an input's text cannot be sent.
+:func:`~langchain_tag.scale.bulk.match_corpus` and
 :func:`~langchain_tag.scale.batch_api.export_openai_batch` take either.
 
 Example:
@@ -14,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from typing import Any
 from langchain_tag.errors import TagError
 from langchain_tag.jsonl import JsonLineError, json_lines
 
-__all__ = ["InputItem", "InputsError", "as_input_items", "read_inputs"]
+__all__ = ["InputItem", "InputsError", "as_input_items", "encoding_error", "read_inputs", "read_inputs_from"]
 
 
 class InputsError(TagError, ValueError):
@@ -64,9 +66,10 @@ class InputItem:
 def read_inputs(path: str | Path) -> list[InputItem]:
     """Read a JSONL inputs file: each line a JSON string, or an object with ``"text"`` and an optional ``"id"``.
 
-    Blank lines are skipped. An id may be a string or an integer (kept as its
-    string); a line without one gets its 1-based line number as its id. The
-    object's other fields are kept in :attr:`InputItem.fields`.
+    Blank lines are skipped, and a UTF-8 byte order mark before the first line
+    is dropped. An id may be a string or an integer (kept as its string); a
+    line without one gets its 1-based line number as its id. The object's
+    other fields are kept in :attr:`InputItem.fields`.
 
     Args:
         path: The JSONL file.
@@ -75,36 +78,78 @@ def read_inputs(path: str | Path) -> list[InputItem]:
         The inputs in file order (an empty list for a file with none).
 
     Raises:
-        InputsError: When the file cannot be read, or a line is not JSON, has
-            no text, an empty text, a bad id or an id seen before (the
-            message names the file and line).
+        InputsError: When the file cannot be read, or a line is not UTF-8, not
+            JSON, has no text, an empty text, a bad id or an id seen before
+            (the message names the file and line).
     """
     path = Path(path)
-    items: list[InputItem] = []
-    seen: dict[str, int] = {}
     try:
-        with path.open(encoding="utf-8-sig") as handle:
-            for number, data in json_lines(handle, str(path)):
-                item = _item_of(data, path, number)
-                if item.id in seen:
-                    raise InputsError(
-                        f"{path}:{number}: duplicate id {item.id!r} (first on line {seen[item.id]}); "
-                        "every input needs its own id",
-                        path=path,
-                        line=number,
-                    )
-                seen[item.id] = number
-                items.append(item)
-    except UnicodeDecodeError as exc:
-        raise InputsError(f"{path}: not UTF-8 text ({exc.reason})", path=path) from exc
+        with path.open("rb") as handle:
+            return _read_lines(handle, str(path), path)
     except OSError as exc:
         raise InputsError(f"{path}: cannot read inputs ({exc.strerror or exc})", path=path) from exc
+
+
+def read_inputs_from(lines: Iterable[bytes | str], name: str = "stdin") -> list[InputItem]:
+    """Read inputs, as :func:`read_inputs` does, from an open stream or any iterable of lines.
+
+    Byte lines (``sys.stdin.buffer``) are decoded as UTF-8, whatever the
+    locale, so standard input reads as a file does.
+
+    Args:
+        lines: The lines, bytes or text (e.g. ``sys.stdin.buffer``).
+        name: What the errors call the stream, in place of a file name.
+
+    Returns:
+        The inputs in order (an empty list when no line holds one).
+
+    Raises:
+        InputsError: As :func:`read_inputs`, naming ``name`` and the line.
+    """
+    try:
+        return _read_lines(lines, name, None)
+    except OSError as exc:
+        raise InputsError(f"{name}: cannot read inputs ({exc.strerror or exc})") from exc
+
+
+def _read_lines(lines: Iterable[bytes | str], where: str, path: Path | None) -> list[InputItem]:
+    items: list[InputItem] = []
+    seen: dict[str, int] = {}
+    for number, data in json_lines(_text_lines(lines, where, path), where):
+        item = _item_of(data, where, path, number)
+        if item.id in seen:
+            raise InputsError(
+                f"{where}:{number}: duplicate id {item.id!r} (first on line {seen[item.id]}); "
+                "every input needs its own id",
+                path=path,
+                line=number,
+            )
+        seen[item.id] = number
+        items.append(item)
     return items
 
 
-def _item_of(data: Any, path: Path, number: int) -> InputItem:
+def _text_lines(lines: Iterable[bytes | str], where: str, path: Path | None) -> Iterator[str]:
+    """The lines as text: bytes decoded from UTF-8 (a bad byte names its line), a leading byte order mark dropped."""
+    for number, line in enumerate(lines, start=1):
+        if isinstance(line, bytes):
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                byte = line[exc.start : exc.start + 1].hex()
+                raise InputsError(
+                    f"{where}:{number}: not UTF-8 text (0x{byte}, byte {exc.start + 1} of the line: {exc.reason})",
+                    path=path,
+                    line=number,
+                ) from None
+        else:
+            text = line
+        yield text.removeprefix("\ufeff") if number == 1 else text
+
+
+def _item_of(data: Any, name: str, path: Path | None, number: int) -> InputItem:
     """One input from one non-blank line's JSON value."""
-    where = f"{path}:{number}"
+    where = f"{name}:{number}"
     if isinstance(data, JsonLineError):
         raise InputsError(
             f'{data}; write one JSON string or {{"id": ..., "text": ...}} per line', path=path, line=number
@@ -132,11 +177,16 @@ def _item_of(data: Any, path: Path, number: int) -> InputItem:
             path=path,
             line=number,
         )
+    bad = _unencodable(item_id)
+    if bad is not None:
+        raise InputsError(
+            f'{where}: "id" holds {bad}, which UTF-8 cannot encode (a lone surrogate)', path=path, line=number
+        )
     extra = {k: v for k, v in data.items() if k not in ("id", "text")}
     return _item(item_id, text, number, extra, where, path)
 
 
-def _item(item_id: str, text: str, number: int, extra: dict[str, Any], where: str, path: Path) -> InputItem:
+def _item(item_id: str, text: str, number: int, extra: dict[str, Any], where: str, path: Path | None) -> InputItem:
     if not text.strip():
         raise InputsError(f"{where}: the text of input {item_id!r} is empty", path=path, line=number)
     return InputItem(id=item_id, text=text, line=number, fields=extra)
@@ -145,6 +195,34 @@ def _item(item_id: str, text: str, number: int, extra: dict[str, Any], where: st
 def _json_type(value: Any) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
     return names.get(type(value), "a number")
+
+
+def _unencodable(text: str) -> str | None:
+    """The first character of ``text`` UTF-8 cannot encode (a lone surrogate), escaped with its position; else None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        escaped = text[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        return f"{escaped} at character {exc.start + 1}"
+    return None
+
+
+def encoding_error(item: InputItem) -> str | None:
+    r"""Why ``item``'s text cannot be judged (no prompt or cache key holds it), naming the input; ``None`` when it can.
+
+    A JSON line may spell a character UTF-8 cannot encode (a lone surrogate
+    such as ``"\ud800"``); such an input fails alone, as any input no pair
+    of which could be judged.
+
+    Example:
+        >>> encoding_error(InputItem(id="a", text="x" + chr(0xD800), line=3))
+        "input 'a' (line 3): its text holds \\ud800 at character 2, which UTF-8 cannot encode (a lone surrogate)"
+    """
+    bad = _unencodable(item.text)
+    if bad is None:
+        return None
+    line = f" (line {item.line})" if item.line is not None else ""
+    return f"input {item.id!r}{line}: its text holds {bad}, which UTF-8 cannot encode (a lone surrogate)"
 
 
 def as_input_items(inputs: Iterable[InputItem | str]) -> list[InputItem]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -99,6 +101,53 @@ def test_a_utf8_bom_is_not_part_of_the_first_line(tmp_path: Path) -> None:
     path = tmp_path / "inputs.jsonl"
     path.write_bytes('\ufeff{"id": "a", "text": "café"}\n'.encode())
     assert read_inputs(path) == [InputItem(id="a", text="café", line=1)]
+
+
+def test_a_byte_that_is_not_utf8_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.jsonl"
+    path.write_bytes(b'"fine"\n"caf\xe9"\n')
+    with pytest.raises(InputsError) as exc:
+        read_inputs(path)
+    assert str(exc.value).startswith(f"{path}:2: not UTF-8 text (0xe9") and exc.value.line == 2
+
+
+def test_inputs_read_from_a_stream_as_from_a_file(tmp_path: Path) -> None:
+    import io
+
+    from langchain_tag.scale.inputs import read_inputs_from
+
+    data = '\ufeff"a bare string"\n\n{"id": "é", "text": "café"}\n'.encode()
+    path = tmp_path / "inputs.jsonl"
+    path.write_bytes(data)
+    assert read_inputs_from(io.BytesIO(data)) == read_inputs(path)
+    assert read_inputs_from(data.decode("utf-8").splitlines(keepends=True)) == read_inputs(path)
+    with pytest.raises(InputsError, match=r"^stdin:2: not JSON") as exc:
+        read_inputs_from(io.BytesIO(b'"ok"\n{"text": \n'))
+    assert exc.value.path is None and exc.value.line == 2
+    with pytest.raises(InputsError, match=r"^pipe:1: not UTF-8"):
+        read_inputs_from([b"\xff\n"], "pipe")
+
+
+def test_an_unencodable_text_is_read_and_named_by_encoding_error(tmp_path: Path) -> None:
+    from langchain_tag.scale.inputs import encoding_error
+
+    path = tmp_path / "inputs.jsonl"
+    path.write_text('"fine"\n{"id": "b", "text": "x \\ud800 y"}\n')
+    fine, bad = read_inputs(path)
+    assert bad.text == "x \ud800 y" and encoding_error(fine) is None
+    error = encoding_error(bad)
+    assert error is not None and error.startswith("input 'b' (line 2): its text holds \\ud800 at character 3")
+    assert encoding_error(InputItem(id="c", text="\udcff")) == (
+        "input 'c': its text holds \\udcff at character 1, which UTF-8 cannot encode (a lone surrogate)"
+    )
+
+
+def test_an_unencodable_id_is_refused_naming_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.jsonl"
+    path.write_text('"fine"\n{"id": "\\ud800", "text": "x"}\n')
+    with pytest.raises(InputsError, match=r'inputs\.jsonl:2: "id" holds \\ud800') as exc:
+        read_inputs(path)
+    assert exc.value.line == 2
 
 
 # --------------------------------------------------------------------------------------------- matching
@@ -280,6 +329,48 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         write_results(results(), out)
     assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+@pytest.mark.parametrize("where", ["directory", "under a file", "named pipe"])
+def test_an_output_path_that_cannot_take_the_file_is_refused_before_any_result(tmp_path: Path, where: str) -> None:
+    from langchain_tag.scale.bulk import check_output_path
+
+    (tmp_path / "file").write_text("x\n")
+    os.mkfifo(tmp_path / "fifo")  # not a regular file, as a device is (never rename over one)
+    path, error, expected = {
+        "directory": (tmp_path, IsADirectoryError, "it is a directory"),
+        "under a file": (tmp_path / "file" / "sub" / "out.jsonl", NotADirectoryError, f"{tmp_path / 'file'} is a file"),
+        "named pipe": (tmp_path / "fifo", OSError, "not a regular file"),
+    }[where]
+    asked: list[int] = []
+
+    def results() -> Any:
+        asked.append(1)
+        yield {"id": "1", "matched": [], "failed": []}
+
+    with pytest.raises(error, match=re.escape(f"cannot write {path}: ")) as exc:
+        write_results(results(), path)
+    assert expected in str(exc.value) and asked == []
+    with pytest.raises(error):
+        check_output_path(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "file"]
+    assert not (tmp_path / "fifo").is_file()
+    assert check_output_path(tmp_path / "new" / "out.jsonl") == tmp_path / "new" / "out.jsonl"
+    assert not (tmp_path / "new").exists()  # checking creates nothing
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
+def test_an_output_directory_without_write_permission_is_refused(tmp_path: Path) -> None:
+    from langchain_tag.scale.bulk import check_output_path
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(PermissionError, match=f"no permission to create files in {re.escape(str(locked))}"):
+            check_output_path(locked / "out.jsonl")
+    finally:
+        locked.chmod(0o700)
 
 
 # --------------------------------------------------------------------------------------------- async twin

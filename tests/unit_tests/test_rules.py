@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,44 @@ def test_jsonl_duplicate_ids(tmp_path: Path) -> None:
     line = json.dumps({"rule_id": "a", "rule_name": "n", "condition": "c", "action": "x"})
     path.write_text(line + "\n" + line + "\n")
     with pytest.raises(RuleFileError, match="duplicate rule_id 'a'"):
+        load_rules(path)
+
+
+def test_jsonl_duplicate_ids_name_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    line = json.dumps({"rule_id": "a", "rule_name": "n", "condition": "c", "action": "x"})
+    other = json.dumps({"rule_id": "b", "rule_name": "n", "condition": "c", "action": "x"})
+    path.write_text(line + "\n" + other + "\n\n" + line + "\n")
+    with pytest.raises(RuleFileError, match=r"r\.jsonl:4: duplicate rule_id 'a' \(first on line 1\)"):
+        load_rules(path)
+
+
+def test_jsonl_with_a_utf8_bom_loads(tmp_path: Path, rules: list[Rule]) -> None:
+    path = save_rules(rules, tmp_path / "r.jsonl")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert load_rules(path) == rules
+
+
+def test_jsonl_bad_byte_names_file_and_line(tmp_path: Path, rules: list[Rule]) -> None:
+    path = save_rules(rules, tmp_path / "r.jsonl")
+    path.write_bytes(path.read_bytes() + b'{"rule_id": "caf\xe9"}\n')
+    with pytest.raises(RuleFileError, match=rf"^{re.escape(str(path))}:{len(rules) + 1}: not UTF-8 text \(0xe9"):
+        load_rules(path)
+
+
+def test_jsonl_missing_file_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "missing.jsonl"
+    with pytest.raises(FileNotFoundError) as exc:
+        load_rules(path)
+    assert str(exc.value) == f"{path}: cannot read rules (No such file or directory)"
+    with pytest.raises(IsADirectoryError, match=f"^{re.escape(str(tmp_path))}: cannot read rules"):
+        load_rules(tmp_path)
+
+
+def test_jsonl_unencodable_text_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"rule_id": "a", "rule_name": "n", "condition": "c \\ud800", "action": "x"}\n')
+    with pytest.raises(RuleFileError, match=r"r\.jsonl:1: a text holds \\ud800, which UTF-8 cannot encode"):
         load_rules(path)
 
 
