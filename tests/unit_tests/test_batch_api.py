@@ -25,8 +25,11 @@ from langchain_tag.scale.batch_api import (
     export_openai_batch,
     import_openai_batch,
     parse_custom_id,
+    request_digest,
+    split_custom_id,
 )
 from langchain_tag.scale.bulk import InputItem, match_corpus
+from langchain_tag.testing import yes_no_logprobs
 from tests.helpers.judge_fakes import answer, batch_lines, ok_line, prompt_input, scored_judge
 
 MODEL = "gpt-4o-mini"
@@ -47,16 +50,40 @@ def verdicts(retriever: ApplicabilityRetriever, text: str) -> list[tuple[str, bo
 # --------------------------------------------------------------------------------------------- custom_id
 
 
-def request(rule_id: str = "R-001", version: str = "judge-applicability-v5", negated: bool = False) -> PairRequest:
-    return PairRequest(key="k", rule_id=rule_id, prompt_version=version, negated=negated, messages=())
+def request(
+    rule_id: str = "R-001", version: str = "judge-applicability-v5", negated: bool = False, key: str = "k"
+) -> PairRequest:
+    return PairRequest(key=key, rule_id=rule_id, prompt_version=version, negated=negated, messages=())
+
+
+def readable(cid: str) -> str:
+    """A readable custom_id without its request digest: ``INPUT/RULE/PROMPT_VERSION`` (``/neg``)."""
+    parsed = parse_custom_id(cid)
+    assert parsed is not None, cid
+    return "/".join(parsed[:3]) + ("/neg" if parsed[3] else "")
 
 
 def test_custom_id_is_readable_and_parses_back() -> None:
-    assert custom_id("in-1", request()) == "in-1/R-001/judge-applicability-v5"
+    digest = request_digest("k")
+    assert len(digest) == 12 and int(digest, 16) >= 0
+    assert custom_id("in-1", request()) == f"in-1/R-001/judge-applicability-v5/{digest}"
     assert parse_custom_id("in-1/R-001/judge-applicability-v5") == ("in-1", "R-001", "judge-applicability-v5", False)
+    assert parse_custom_id(f"in-1/R-001/judge-applicability-v5/{digest}") == parse_custom_id(
+        "in-1/R-001/judge-applicability-v5"
+    )
     negated = custom_id("7", request(version="judge-applicability-negated-v1", negated=True))
-    assert negated == "7/R-001/judge-applicability-negated-v1/neg"
+    assert negated == f"7/R-001/judge-applicability-negated-v1/neg/{digest}"
     assert parse_custom_id(negated) == ("7", "R-001", "judge-applicability-negated-v1", True)
+    assert split_custom_id(negated) == ("7/R-001/judge-applicability-negated-v1/neg", digest)
+
+
+def test_a_custom_id_ends_with_its_requests_digest() -> None:
+    other = custom_id("in-1", request(key="another input text"))
+    assert other != custom_id("in-1", request()) and readable(other) == readable(custom_id("in-1", request()))
+    assert split_custom_id(other)[1] == request_digest("another input text")
+    hashed, hashed_other = custom_id("has space", request()), custom_id("has space", request(key="k2"))
+    assert split_custom_id(hashed)[0] == split_custom_id(hashed_other)[0] and hashed != hashed_other
+    assert split_custom_id("another-batch/x") == ("another-batch/x", None)
 
 
 @pytest.mark.parametrize("input_id", ["a" * 60, "has space", "slash/in/id", "ünïcode"])
@@ -76,7 +103,8 @@ def test_export_writes_batch_api_lines_input_major(tmp_path: Path, rules: list[R
     lines = batch_lines(paths)
     assert len(lines) == len(ITEMS) * len(rules)
     first = lines[0]
-    assert first["custom_id"] == "in-1/R-001/judge-applicability-v5"
+    first_request = retriever.judge.requests(ITEMS[0].text, rules)[0]
+    assert first["custom_id"] == f"in-1/R-001/judge-applicability-v5/{request_digest(first_request.key)}"
     assert first["method"] == "POST" and first["url"] == BATCH_URL == "/v1/chat/completions"
     assert first["body"] == {
         "model": MODEL,
@@ -137,8 +165,8 @@ def test_references_go_first_once_and_repeated_requests_once(tmp_path: Path, rul
     assert len(lines) == (len(REFERENCES) + len(ITEMS)) * per_input
     assert len({line["custom_id"] for line in lines}) == len(lines)
     ids = [line["custom_id"] for line in lines]
-    assert ids[0] == "@ref-1/R-001/judge-applicability-v5"
-    assert ids[len(rules)] == "@ref-1/R-001/judge-applicability-negated-v1/neg"
+    assert readable(ids[0]) == "@ref-1/R-001/judge-applicability-v5"
+    assert readable(ids[len(rules)]) == "@ref-1/R-001/judge-applicability-negated-v1/neg"
     assert {parse_custom_id(i)[0] for i in ids[: len(REFERENCES) * per_input]} == {  # type: ignore[index]
         f"@ref-{n}" for n in range(1, len(REFERENCES) + 1)
     }
@@ -173,9 +201,10 @@ def test_export_takes_requests_rendered_elsewhere(tmp_path: Path, rules: list[Ru
     judge = retriever_for(scored_judge(), rules).judge
     source = {item.id: judge.requests(item.text, rules) for item in ITEMS[:2]}
     paths = export_openai_batch(source, tmp_path / "b", model_name=MODEL)
-    assert [line["custom_id"] for line in batch_lines(paths)][:2] == ["in-1/R-001/judge-applicability-v5"] + [
+    assert [readable(line["custom_id"]) for line in batch_lines(paths)][:2] == ["in-1/R-001/judge-applicability-v5"] + [
         "in-1/R-002/judge-applicability-v5"
     ]
+    assert [line["custom_id"] for line in batch_lines(paths)][:2] == [custom_id("in-1", r) for r in source["in-1"][:2]]
     assert BatchMapping.load(tmp_path / "b").model_identity is None  # no judge given: nothing to check on import
 
 
@@ -220,7 +249,7 @@ def test_failed_requests_are_reported_and_the_others_recorded(tmp_path: Path, ru
     retriever = retriever_for(BatchResultsModel(model_name=MODEL), rules, SQLiteVerdictCache(tmp_path / "v.sqlite"))
     paths = export_openai_batch((retriever, ITEMS), tmp_path / "b", model_name=MODEL)
     lines = [ok_line(line, scored_judge(), n) for n, line in enumerate(batch_lines(paths), 1)]
-    by_id = {line["custom_id"]: line for line in lines}
+    by_id = {readable(line["custom_id"]): line for line in lines}
     # input 1 is answered in full; input 2 has one of each failure; input 3 has no line at all.
     rate_limited = by_id["in-2/R-001/judge-applicability-v5"]
     rate_limited["response"] = None
@@ -238,13 +267,13 @@ def test_failed_requests_are_reported_and_the_others_recorded(tmp_path: Path, ru
     out.write_text("\n".join(results) + "\n")
 
     summary = import_openai_batch(out, retriever, tmp_path / "b")
-    failures = {f.custom_id: f for f in summary.failures}
+    failures = {readable(f.custom_id) if f.custom_id else "": f for f in summary.failures}
     assert failures["in-2/R-001/judge-applicability-v5"].error == "batch error rate_limit_exceeded: slow down"
     assert failures["in-2/R-002/judge-applicability-v5"].error == "HTTP 500: internal error"
     assert "no YES/NO verdict" in failures["in-2/R-003/judge-applicability-v5"].error
     assert failures["in-2/R-003/judge-applicability-v5"].input_id == "in-2"
     assert failures[""].where == f"{out}:4" and "not JSON" in failures[""].error
-    assert summary.missing == [cid for cid in by_id if cid.startswith("in-3/")]
+    assert summary.missing == [line["custom_id"] for cid, line in by_id.items() if cid.startswith("in-3/")]
     assert summary.unknown == ["another-batch/x"] and summary.duplicates == 1
     assert summary.recorded == len(lines) - 3 - len(rules) and not summary.complete
     assert "3 failed" not in summary.summary() and "4 failed" in summary.summary()
@@ -310,3 +339,143 @@ def test_a_bad_mapping_file_names_the_line(tmp_path: Path) -> None:
 def test_the_stand_in_model_never_answers() -> None:
     with pytest.raises(BatchError, match="no reply from batch model"):
         BatchResultsModel(model_name=MODEL).invoke("hello")
+
+
+# --------------------------------------------------------------------------------------------- replies checked on import
+
+# The same input ids as ITEMS, other texts: another export's inputs, or ITEMS edited after the export.
+EDITED = [InputItem(id=item.id, text=item.text.replace("return x", "return list(x)")) for item in ITEMS]
+
+
+def _inputs_file(path: Path, items: list[InputItem]) -> Path:
+    path.write_text("".join(json.dumps({"id": item.id, "text": item.text}) + "\n" for item in items))
+    return path
+
+
+def _failed_rules(retriever: ApplicabilityRetriever, items: list[InputItem]) -> dict[str, list[str]]:
+    return {r["id"]: [f["rule_id"] for f in r["failed"]] for r in match_corpus(items, retriever)}
+
+
+def test_results_of_another_export_with_the_same_input_ids_are_refused(tmp_path: Path, rules: list[Rule]) -> None:
+    first = retriever_for(BatchResultsModel(model_name=MODEL), rules)
+    results = answer(export_openai_batch((first, ITEMS), tmp_path / "a", model_name=MODEL), tmp_path / "a.jsonl")
+    second = retriever_for(BatchResultsModel(model_name=MODEL), rules)
+    export_openai_batch((second, EDITED), tmp_path / "b", model_name=MODEL)
+
+    summary = import_openai_batch(results, second, tmp_path / "b")
+    assert not summary.complete and summary.recorded == 0  # none of A's replies lands on B's pairs
+    pairs = len(ITEMS) * len(rules)
+    assert len(summary.refused) == pairs and f"{pairs} refused" in summary.summary()
+    assert [f.where for f in summary.refused] == [f"{results}:{n}" for n in range(1, pairs + 1)]
+    assert all("changed since export" in f.error for f in summary.refused)
+    assert summary.missing == list(BatchMapping.load(tmp_path / "b").entries)
+    assert _failed_rules(second, EDITED) == {item.id: [r.rule_id for r in rules] for item in EDITED}
+
+
+@pytest.mark.parametrize("mapping", ["saved", "rebuilt"])
+def test_replies_to_an_input_edited_since_export_are_refused(tmp_path: Path, rules: list[Rule], mapping: str) -> None:
+    retriever = retriever_for(BatchResultsModel(model_name=MODEL), rules)
+    results = answer(export_openai_batch((retriever, ITEMS), tmp_path / "b", model_name=MODEL), tmp_path / "r.jsonl")
+    current = [ITEMS[0], EDITED[1], *ITEMS[2:]]  # in-2 edited after the export
+    if mapping == "saved":
+        summary = import_openai_batch(results, retriever, tmp_path / "b", inputs=current)
+    else:
+        summary = import_openai_batch(results, retriever, batch_mapping((retriever, current), model_name=MODEL))
+    assert not summary.complete and summary.recorded == (len(ITEMS) - 1) * len(rules)
+    assert [(f.input_id, f.rule_id) for f in summary.refused] == [("in-2", r.rule_id) for r in reversed(rules)]
+    assert all("changed since export" in f.error and f.where.startswith(f"{results}:") for f in summary.refused)
+    assert len(summary.missing) == (len(rules) if mapping == "rebuilt" else 0)
+    assert _failed_rules(retriever, current) == {"in-1": [], "in-2": [r.rule_id for r in rules], "in-3": [], "in-4": []}
+    # The same inputs as at export: everything is recorded.
+    assert import_openai_batch(results, retriever, tmp_path / "b", inputs=ITEMS).complete
+
+
+def test_a_reply_to_an_input_no_longer_given_is_refused(tmp_path: Path, rules: list[Rule]) -> None:
+    retriever = retriever_for(BatchResultsModel(model_name=MODEL), rules)
+    results = answer(export_openai_batch((retriever, ITEMS), tmp_path / "b", model_name=MODEL), tmp_path / "r.jsonl")
+    summary = import_openai_batch(results, retriever, tmp_path / "b", inputs=ITEMS[1:])
+    assert not summary.complete and {f.input_id for f in summary.refused} == {"in-1"}
+    assert all("not among the current inputs" in f.error for f in summary.refused)
+
+
+def test_conflicting_replies_for_one_custom_id_record_neither(tmp_path: Path, rules: list[Rule]) -> None:
+    retriever = retriever_for(BatchResultsModel(model_name=MODEL), rules)
+    paths = export_openai_batch((retriever, ITEMS[:1]), tmp_path / "b", model_name=MODEL)
+    lines = [ok_line(line, scored_judge(), n) for n, line in enumerate(batch_lines(paths), 1)]
+    flipped = json.loads(json.dumps(lines[0]))  # the same request answered the other way
+    choice = flipped["response"]["body"]["choices"][0]
+    other = "NO" if choice["message"]["content"] == "YES" else "YES"
+    choice["message"]["content"], choice["logprobs"] = other, yes_no_logprobs(other, 0.9 if other == "YES" else 0.1)
+    again = {**lines[1], "id": "batch_req_again"}  # the same reply twice: recorded once
+    out = tmp_path / "results.jsonl"
+    out.write_text("".join(json.dumps(line) + "\n" for line in [*lines, flipped, again]))
+
+    summary = import_openai_batch(out, retriever, tmp_path / "b")
+    assert not summary.complete and summary.recorded == len(lines) - 1 and summary.duplicates == 1
+    assert [(c.custom_id, c.where) for c in summary.conflicts] == [
+        (lines[0]["custom_id"], f"{out}:1, {out}:{len(lines) + 1}")
+    ]
+    assert "1 conflicting" in summary.summary() and summary.missing == [] and summary.failures == []
+    assert _failed_rules(retriever, ITEMS[:1]) == {"in-1": ["R-001"]}
+
+
+def test_the_cli_import_refuses_replies_to_edited_inputs_and_exits_3(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.cli.main import EXIT_JUDGMENTS_FAILED, main
+    from langchain_tag.rules import save_rules
+
+    inputs = _inputs_file(tmp_path / "inputs.jsonl", ITEMS)
+    common = ["--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "rules.jsonl")), "--model", MODEL]
+    out_dir = tmp_path / "batch"
+    assert main(["batch", "export", *common, "--verdicts", str(tmp_path / "export.sqlite"), "--out", str(out_dir)]) == 0
+    results = answer(sorted(out_dir.glob("batch-*.jsonl")), tmp_path / "results.jsonl")
+    _inputs_file(inputs, [ITEMS[0], EDITED[1], *ITEMS[2:]])
+    capsys.readouterr()
+
+    for n, mapping in enumerate([[], ["--mapping", str(out_dir / MAPPING_FILE)]]):
+        argv = ["batch", "import", str(results), *common, *mapping, "--verdicts", str(tmp_path / f"v{n}.sqlite")]
+        assert main(argv) == EXIT_JUDGMENTS_FAILED
+        err = capsys.readouterr().err
+        assert f"recorded {3 * len(rules)} of {4 * len(rules)} batch replies" in err
+        assert f"{len(rules)} refused" in err and "changed since export" in err
+        assert f"{results}:{(len(ITEMS) - 2) * len(rules) + 1}:" in err  # the first refused line (in-2's last rule)
+
+
+def test_the_cli_import_of_conflicting_replies_exits_3(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.cli.main import EXIT_JUDGMENTS_FAILED, main
+    from langchain_tag.rules import save_rules
+
+    inputs = _inputs_file(tmp_path / "inputs.jsonl", ITEMS[:1])
+    common = ["--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "rules.jsonl")), "--model", MODEL]
+    common += ["--verdicts", str(tmp_path / "v.sqlite")]
+    out_dir = tmp_path / "batch"
+    assert main(["batch", "export", *common, "--out", str(out_dir)]) == 0
+    results = answer(sorted(out_dir.glob("batch-*.jsonl")), tmp_path / "results.jsonl")
+    first = json.loads(results.read_text().splitlines()[0])
+    first["response"]["body"]["choices"][0]["message"]["content"] = "Perhaps."  # another reply to the same request
+    with results.open("a") as handle:
+        handle.write(json.dumps(first) + "\n")
+    capsys.readouterr()
+    assert main(["batch", "import", str(results), *common]) == EXIT_JUDGMENTS_FAILED
+    err = capsys.readouterr().err
+    assert "1 conflicting" in err and f"{results}:1, {results}:{len(rules) + 1}" in err
+
+
+def test_a_mapping_of_the_earlier_format_or_edited_is_refused(tmp_path: Path, rules: list[Rule]) -> None:
+    retriever = retriever_for(BatchResultsModel(model_name=MODEL), rules)
+    export_openai_batch((retriever, ITEMS[:1]), tmp_path / "b", model_name=MODEL)
+    header, *entries = (tmp_path / "b" / MAPPING_FILE).read_text().splitlines()
+    earlier = tmp_path / "earlier.jsonl"
+    earlier.write_text("\n".join([json.dumps({**json.loads(header), "version": 1}), *entries]) + "\n")
+    with pytest.raises(BatchError, match=r"earlier\.jsonl:1: batch mapping format version 1"):
+        BatchMapping.load(earlier)
+    swapped = {**json.loads(entries[1]), "key": json.loads(entries[2])["key"]}  # an entry given another pair's key
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join([header, entries[0], json.dumps(swapped), *entries[2:]]) + "\n")
+    with pytest.raises(BatchError, match=r"edited\.jsonl:3: custom_id '.*' does not end with its key's digest"):
+        BatchMapping.load(edited)
+    with pytest.raises(BatchError, match="needs the retriever"):
+        import_openai_batch(tmp_path / "results.jsonl", retriever.judge, tmp_path / "b", inputs=ITEMS[:1])

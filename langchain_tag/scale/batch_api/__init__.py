@@ -7,13 +7,18 @@ at about half the price. The flow:
    calibration's reference judgments (once), into Batch API input files
    (``batch-0001.jsonl``, ...; at most 50,000 requests and 200 MB each) and
    writes ``mapping.jsonl`` beside them, which ties each ``custom_id`` back
-   to its pair and verdict-cache key. Pairs already in the verdict cache,
-   and requests asked twice (the same input text twice), are left out.
+   to its pair and verdict-cache key. A ``custom_id`` ends with the digest
+   of its request (model, prompt, input text and rule). Pairs already in the
+   verdict cache, and requests asked twice (the same input text twice), are
+   left out.
 2. You upload each file, create the batches, and download their output (and
    error) files.
 3. :func:`import_openai_batch` reads those files and records each reply in
    the judge's verdict cache (:meth:`ChatJudge.record`), reporting the
-   requests that failed without losing the others.
+   requests that failed without losing the others. A reply that does not
+   answer its pair's current request (another export's, or one to an input
+   or rule edited since) is refused, and two different replies to one
+   request are a conflict: neither is recorded.
 4. ``retriever.match(input)`` (or :func:`~langchain_tag.scale.bulk.match_corpus`)
    then makes no call and gives the calibrated verdicts.
 
@@ -29,9 +34,10 @@ Example:
         retriever = ApplicabilityRetriever(
             llm=BatchResultsModel(model_name="gpt-4o-mini"), rules=rules, cache=SQLiteVerdictCache("v.sqlite")
         )
-        files = export_openai_batch((retriever, read_inputs("inputs.jsonl")), "batch", model_name="gpt-4o-mini")
+        inputs = read_inputs("inputs.jsonl")
+        files = export_openai_batch((retriever, inputs), "batch", model_name="gpt-4o-mini")
         # ... run the batches, download the output files ...
-        summary = import_openai_batch(["out-1.jsonl"], retriever, "batch/mapping.jsonl")
+        summary = import_openai_batch(["out-1.jsonl"], retriever, "batch/mapping.jsonl", inputs=inputs)
 """
 
 from langchain_tag.scale.batch_api.export import export_openai_batch
@@ -45,6 +51,8 @@ from langchain_tag.scale.batch_api.ids import (
     BatchError,
     custom_id,
     parse_custom_id,
+    request_digest,
+    split_custom_id,
 )
 from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping, batch_mapping
 from langchain_tag.scale.batch_api.results import (
@@ -72,4 +80,6 @@ __all__ = [
     "export_openai_batch",
     "import_openai_batch",
     "parse_custom_id",
+    "request_digest",
+    "split_custom_id",
 ]

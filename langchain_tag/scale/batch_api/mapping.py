@@ -24,6 +24,8 @@ from langchain_tag.scale.batch_api.ids import (
     REFERENCE_PREFIX,
     BatchError,
     custom_id,
+    request_digest,
+    split_custom_id,
 )
 from langchain_tag.scale.bulk import retriever_rules
 from langchain_tag.scale.inputs import InputItem, as_input_items
@@ -57,6 +59,11 @@ class BatchEntry:
     def reference(self) -> bool:
         """Whether it judges a calibration reference input."""
         return self.input_id.startswith(REFERENCE_PREFIX)
+
+    @property
+    def digest(self) -> str:
+        """The digest of its request (of :attr:`key`), as its ``custom_id`` ends."""
+        return request_digest(self.key)
 
     def pair_request(self) -> PairRequest:
         """The request as :meth:`ChatJudge.record` takes it (without messages: reading a reply needs none)."""
@@ -123,7 +130,9 @@ class BatchMapping:
         """Read a mapping written by :meth:`save` (a directory means its ``mapping.jsonl``).
 
         Raises:
-            BatchError: When the file is missing or not a mapping (naming the line at fault).
+            BatchError: When the file is missing, not a mapping, of another
+                format version, or an entry's ``custom_id`` does not end with
+                its key's digest (naming the line at fault).
         """
         path = Path(path)
         if path.is_dir():
@@ -136,6 +145,11 @@ class BatchMapping:
         header = _json_object(first[1], path, 1)
         if header.get("format") != MAPPING_FORMAT:
             raise BatchError(f"{path}:1: not a batch mapping written by export_openai_batch")
+        if header.get("version") != MAPPING_VERSION:
+            raise BatchError(
+                f"{path}:1: batch mapping format version {header.get('version')!r}, this version reads "
+                f"{MAPPING_VERSION} (custom_ids that end with their request's digest): export the batch again"
+            )
         mapping = cls(
             model_name=header.get("model_name"),
             model_identity=header.get("model_identity"),
@@ -152,6 +166,11 @@ class BatchMapping:
                 entry = BatchEntry(**data)
             except TypeError as exc:
                 raise BatchError(f"{path}:{number}: not a mapping entry ({exc})") from exc
+            if split_custom_id(entry.custom_id)[1] != entry.digest:
+                raise BatchError(
+                    f"{path}:{number}: custom_id {entry.custom_id!r} does not end with its key's digest "
+                    f"{entry.digest!r}: the mapping was edited"
+                )
             mapping.entries[entry.custom_id] = entry
         return mapping
 
@@ -260,7 +279,11 @@ def batch_mapping(source: BatchSource, *, model_name: str | None = None) -> Batc
     """The mapping :func:`~langchain_tag.scale.batch_api.export.export_openai_batch` writes for ``source``.
 
     It names every request, cached ones too. The ``custom_id`` of a request
-    depends only on its input id, rule, prompt version and half, so this
-    rebuilds a lost ``mapping.jsonl`` from the same retriever and inputs.
+    depends only on its input id, rule, prompt version and half, and the
+    digest of the request (:func:`~langchain_tag.scale.batch_api.ids.request_digest`),
+    so this rebuilds a lost ``mapping.jsonl`` from the same retriever and
+    inputs; rebuilt from inputs or rules edited since the export, it names
+    the edited pairs by other ``custom_id`` values, and the import refuses
+    the replies to the old ones.
     """
     return plan_requests(source, model_name=model_name, skip_cached=False).mapping
