@@ -5,16 +5,23 @@ variables (``LANGCHAIN_TAG_PROVIDER``, ``LANGCHAIN_TAG_BASE_URL``, ...): the
 embedded local model by default, or any OpenAI-compatible endpoint.
 
 Errors print one line and exit non-zero; ``--debug`` shows the traceback.
+SIGTERM stops a command as Ctrl-C does (exit 143, Ctrl-C 130), and a closed
+standard output (``| head``) ends it quietly with 141, as SIGPIPE would.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
+import signal
 import sys
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 from typing_extensions import override
@@ -28,6 +35,15 @@ __all__ = ["main"]
 
 EXIT_JUDGMENTS_FAILED = 3
 """Exit status of ``match`` when some judgments failed (unreadable replies or provider errors counted as NO)."""
+
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as a shell reports a Unix tool the signal ended."""
+
+EXIT_TERMINATED = 143
+"""Exit status after SIGTERM (128 + SIGTERM), which stops a command as Ctrl-C does."""
+
+EXIT_STDOUT_CLOSED = 141
+"""Exit status when the reader of standard output went away (128 + SIGPIPE, what ``yes | head -1`` gives ``yes``)."""
 
 COMMANDS_GROUP = "langchain_tag.commands"
 """Entry-point group of extra subcommands: each is ``add_parser(subparsers)`` (e.g. the benchmark's ``bench``)."""
@@ -227,17 +243,64 @@ def _judging_retriever(args: argparse.Namespace, llm: Any, rules: list[Any], con
 
 
 def _cmd_match_inputs(args: argparse.Namespace) -> int:
-    """``match --inputs FILE``: every input against every rule, one JSON line per input."""
+    """``match --inputs FILE``: every input against every rule, one JSON line per input.
+
+    The records and exit statuses are those the ``match --help`` epilog lists
+    (:data:`MATCH_EPILOG`); the records are :func:`~langchain_tag.scale.bulk.match_corpus`'s.
+    """
     from langchain_tag.local.models import ModelConfig, get_chat_model
     from langchain_tag.rules import load_rules
-    from langchain_tag.scale.bulk import read_inputs
+    from langchain_tag.scale.bulk import check_output_path
 
-    items = read_inputs(args.inputs)  # a bad line is refused before any model starts
+    items = _bulk_inputs(args.inputs)  # a bad line, or no input at all, is refused before any model starts
+    if args.output not in (None, "-"):
+        check_output_path(args.output)  # and so is a place the results could not be written to
     rules = load_rules(args.rules)
     retriever = _judging_retriever(
         args, get_chat_model(role="judge"), rules, context_tokens=ModelConfig.from_env().context_window()
     )
     return _write_corpus(args, items, retriever)
+
+
+def _bulk_inputs(value: str) -> list[Any]:
+    """The inputs of ``--inputs FILE`` ("-": standard input, read as UTF-8); refused when there are none."""
+    from langchain_tag.scale.inputs import InputsError, read_inputs, read_inputs_from
+
+    stdin = value == "-"
+    items = read_inputs_from(getattr(sys.stdin, "buffer", sys.stdin), "stdin") if stdin else read_inputs(value)
+    if not items:
+        raise InputsError(
+            f"{'stdin' if stdin else value}: no inputs (no line holds one); "
+            'write one JSON string or {"id": ..., "text": ...} per line',
+            path=None if stdin else Path(value),
+        )
+    return items
+
+
+def _with_unsendable(
+    args: argparse.Namespace, items: list[Any], retriever: Any, judge: Callable[[list[Any]], Iterable[dict[str, Any]]]
+) -> Iterator[dict[str, Any]]:
+    """``judge``'s records of the inputs it can be given, and a failure record for each it cannot, in input order.
+
+    An input whose text UTF-8 cannot encode (a lone surrogate) fails alone,
+    its error naming it and its line, as an input none of whose pairs could be
+    judged; the other inputs are judged as usual.
+    """
+    from langchain_tag.scale.bulk import _failure_record, retriever_rules
+    from langchain_tag.scale.inputs import encoding_error
+
+    errors = {item.id: error for item in items if (error := encoding_error(item)) is not None}
+    if not errors:
+        yield from judge(items)
+        return
+    sendable = [item for item in items if item.id not in errors]
+    judged = iter(judge(sendable) if sendable else ())
+    rules = retriever_rules(retriever)
+    for item in items:
+        if item.id in errors:
+            yield _failure_record(item, rules, errors[item.id], all_pairs=args.all_pairs)
+        else:
+            yield next(judged)
 
 
 def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) -> int:
@@ -253,11 +316,12 @@ def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) ->
             tally["inputs_failed"] += bool(record["failed"])
             yield record
 
-    if getattr(args, "engine", "process") == "ray":
-        records: Iterable[dict[str, Any]] = _ray_records(args, items, retriever)
-    else:
-        records = match_corpus(items, retriever, all_pairs=args.all_pairs)
-    results = counted(records)
+    def judge(sendable: list[Any]) -> Iterable[dict[str, Any]]:
+        if getattr(args, "engine", "process") == "ray":
+            return _ray_records(args, sendable, retriever)
+        return match_corpus(sendable, retriever, all_pairs=args.all_pairs)
+
+    results = counted(_with_unsendable(args, items, retriever, judge))
     output = args.output or "-"
     if output == "-":
         for record in results:
@@ -420,6 +484,31 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+MATCH_EPILOG = """\
+with --inputs, one JSON line per input, in input order:
+  {"id": ID, "matched": [{"rule_id": ..., "score": ..., "p_yes": ...}, ...],
+   "failed": [{"rule_id": ..., "error": ...}, ...]}
+  "matched" holds the rules that apply, best score first; "score" (calibrated) and
+  "p_yes" (the model's P(YES)) are null when the model gives no logprobs. A pair
+  whose judgment failed (an unreadable reply, a provider error) is listed under
+  "failed" and counted NO. An input none of whose pairs could be judged (every call
+  failed, too long for the model, a text UTF-8 cannot encode) also gets "error",
+  with every rule under "failed". --all-pairs adds "pairs": [{"rule_id": ...,
+  "applies": ..., "p_yes": ..., "score": ...}, ...], every rule in rule order.
+  -o FILE appears whole or not at all: it is written beside FILE and renamed over it.
+
+exit status:
+  0    every judgment was made
+  3    some judgments failed (see "failed"); the others are written
+  1    an error: a file that cannot be read or written, the model unreachable, ...
+  2    a usage error
+  130  Ctrl-C, 143 SIGTERM: the judgments made so far stay in the verdict cache
+       (rerun the same command to resume); -o FILE is left as it was
+  141  standard output was closed early (e.g. "| head"), as a Unix tool SIGPIPE ends
+"""
+"""The ``match --help`` epilog: the records ``match --inputs`` writes and the exit statuses."""
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line (exit status 2)."""
 
@@ -484,7 +573,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=DESCRIPTION",
         help="an extra rule field to ask for (a domain schema), e.g. severity='low, medium or high'; repeatable",
     )
-    p.add_argument("--max-concurrency", type=_positive_int, default=2)
+    p.add_argument(
+        "--max-concurrency",
+        type=_positive_int,
+        default=2,
+        metavar="N",
+        help="most model calls in flight at once (default: %(default)s)",
+    )
     p.add_argument("--report", help="also write the extraction report as JSON here")
     p.add_argument(
         "--store",
@@ -494,13 +589,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-store", action="store_true", help="keep no finished calls: every run starts afresh")
     p.set_defaults(func=_cmd_extract)
 
-    p = sub.add_parser("match", parents=[common], help="list the rules whose condition the input satisfies")
+    p = sub.add_parser(
+        "match",
+        parents=[common],
+        help="list the rules whose condition the input satisfies",
+        description="List the rules whose condition the input satisfies; with --inputs, those of every input.",
+        epilog=MATCH_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("input", nargs="?", help='the input text, or "-" to read it from stdin (or give --inputs)')
     p.add_argument(
         "--inputs",
         metavar="FILE",
-        help='JSONL file of inputs (a JSON string or {"id": ..., "text": ...} per line): match each, '
-        "one JSON line per input; rerun to resume from the verdict cache",
+        help='JSONL file of inputs (a JSON string or {"id": ..., "text": ...} per line; "-": stdin): match each, '
+        "one JSON line per input (see below); rerun to resume from the verdict cache",
     )
     p.add_argument("-o", "--output", metavar="FILE", help='with --inputs: results file (JSONL; default "-": stdout)')
     p.add_argument("--all-pairs", action="store_true", help="with --inputs: also give every pair's raw P(YES)")
@@ -531,7 +633,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--k", type=_non_negative_int, help="return at most k rules, highest P(YES) first")
     _add_cache_options(p)
-    p.add_argument("--max-concurrency", type=_positive_int, default=4)
+    p.add_argument(
+        "--max-concurrency",
+        type=_positive_int,
+        default=4,
+        metavar="N",
+        help="most judgments (model calls) in flight at once (default: %(default)s); with --inputs, enough "
+        "inputs are judged side by side to keep that many busy",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_match, usage_error=p.error)
 
@@ -548,7 +657,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="tag mode: JSONL sample of your own unlabelled inputs for the calibration (as in match)",
     )
     _add_cache_options(p)
-    p.add_argument("--max-concurrency", type=_positive_int, default=4)
+    p.add_argument(
+        "--max-concurrency",
+        type=_positive_int,
+        default=4,
+        metavar="N",
+        help="most judgments (model calls) in flight at once (default: %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON: mode, what the executor was given, its output")
     p.set_defaults(func=_cmd_run)
 
@@ -644,18 +759,84 @@ def _one_line(exc: BaseException) -> str:
     return redact_urls(" ".join(text.split())) or type(exc).__name__
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that a command stops as on Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`_Terminated` (a ``KeyboardInterrupt``) in the main thread.
+
+    So a ``kill`` (a job scheduler's, a container's stop) unwinds as Ctrl-C
+    does: the partial results file is removed, the verdict cache is closed,
+    and the command says what it kept. Outside the main thread nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _what_was_kept(args: argparse.Namespace) -> str:
+    """What an interrupted ``match --inputs`` leaves behind, for the message: the output file and the verdicts."""
+    if getattr(args, "command", None) != "match" or getattr(args, "inputs", None) is None:
+        return ""
+    output = "" if args.output in (None, "-") else f"; {args.output} is left as it was"
+    if args.no_cache:
+        return f"{output}; no judgment is kept (--no-cache)"
+    verdicts = args.verdicts
+    if not verdicts:
+        from langchain_tag.local.weights import default_cache_dir
+
+        verdicts = default_cache_dir() / "verdicts.sqlite"  # as _verdict_cache opened it
+    return f"{output}; the judgments made so far are kept in {verdicts}: run the same command again to resume"
+
+
+def _stdout_to_devnull() -> None:
+    """Point standard output at the null device, so the last flush at exit finds no closed pipe to complain of."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``langchain-tag`` command."""
+    """Entry point of the ``langchain-tag`` command.
+
+    Returns:
+        The exit status: 0, :data:`EXIT_JUDGMENTS_FAILED`, 1 on an error,
+        :data:`EXIT_INTERRUPTED` (Ctrl-C), :data:`EXIT_TERMINATED` (SIGTERM) or
+        :data:`EXIT_STDOUT_CLOSED` (the reader of standard output went away);
+        usage errors exit with 2 (``SystemExit``).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        code: Any = args.func(args)
-    except KeyboardInterrupt:
-        print("langchain-tag: interrupted", file=sys.stderr)
-        return 130
+        with _sigterm_as_interrupt():
+            code: Any = args.func(args)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        stopped = "terminated (SIGTERM)" if terminated else "interrupted"
+        print(f"langchain-tag: {stopped}{_what_was_kept(args)}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (| head): stop quietly, as a Unix tool SIGPIPE ends.
+        _stdout_to_devnull()
+        return EXIT_STDOUT_CLOSED
     except Exception as exc:
         if args.debug:
             raise

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -418,18 +419,21 @@ def test_match_inputs_refuses_a_bad_line_before_any_work(
     assert made == [] and out.read_text() == "earlier results\n"
 
 
-def test_match_inputs_of_an_empty_file_writes_an_empty_file(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+@pytest.mark.parametrize("content", ["", "\n  \n\t\n"])
+def test_match_inputs_of_an_empty_file_is_an_error_naming_it(
+    content: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
 ) -> None:
-    from langchain_tag.testing import fake_judge
-
-    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge(set()))
+    made: list[Any] = []
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: made.append(kw))
     inputs = tmp_path / "inputs.jsonl"
-    inputs.write_text("")
+    inputs.write_text(content)
     out = tmp_path / "out.jsonl"
+    out.write_text("earlier results\n")
     argv = ["match", "--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "r.jsonl")), "-o", str(out)]
-    assert main(argv) == 0 and out.read_text() == ""
-    assert "holds no inputs" in capsys.readouterr().err
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"langchain-tag: error: {inputs}: no inputs") and err.count("\n") == 1
+    assert made == [] and out.read_text() == "earlier results\n"
 
 
 @pytest.mark.parametrize(
@@ -533,6 +537,284 @@ def test_match_inputs_interrupted_then_rerun_judges_only_the_rest(
     assert main(argv) == 0
     assert rerun.calls == len(BULK_TEXTS) * len(rules) - len(answered)
     assert {pair_of(p) for p in rerun.prompts}.isdisjoint(answered)
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    fresh = tmp_path / "fresh.jsonl"
+    assert main([*argv[:5], "-o", str(fresh), "--no-cache"]) == 0
+    assert out.read_bytes() == fresh.read_bytes()
+
+
+# ------------------------------------------------------------------ match --inputs: pipes, signals, file errors
+
+REPO = Path(__file__).resolve().parents[2]
+
+FAKE_CLI = """
+import sys
+
+import langchain_tag.local.models as models
+from tests.helpers.judge_fakes import scored_judge
+
+delay = float(sys.argv[1])
+models.get_chat_model = lambda **kw: scored_judge(delay=delay)
+
+from langchain_tag.cli.main import main
+
+sys.exit(main(sys.argv[2:]))
+"""
+"""The CLI in a process of its own, its judge a fake taking DELAY seconds a call: ``python -c FAKE_CLI DELAY ARGS...``."""
+
+
+def _fake_cli(delay: float, *argv: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-c", FAKE_CLI, str(delay), *argv]
+
+
+def _fake_cli_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_match_inputs_reads_stdin_as_utf8_like_a_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    import io
+
+    from tests.helpers.judge_fakes import scored_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    inputs = _inputs_file(tmp_path)
+    inputs.write_bytes("\ufeff".encode() + inputs.read_bytes() + '{"id": "é", "text": "café = 1"}\n'.encode())
+    assert main(["match", "--inputs", str(inputs), "--rules", rule_file, "--no-cache"]) == 0
+    from_file = capsys.readouterr().out
+    stdin = io.TextIOWrapper(io.BytesIO(inputs.read_bytes()), encoding="ascii")  # the bytes are read, not the locale
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert main(["match", "--inputs", "-", "--rules", rule_file, "--no-cache", "-o", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == from_file and [json.loads(line)["id"] for line in from_file.splitlines()][-1] == "é"
+    assert "4 inputs" in captured.err and not Path("-").exists()
+
+
+def test_match_inputs_names_stdin_and_its_line_in_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    import io
+
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    for data, expected in [(b'"ok"\n{"text": \n', "stdin:2: not JSON"), (b"\n \n", "stdin: no inputs")]:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+        assert main(["match", "--inputs", "-", "--rules", rule_file, "--no-cache"]) == 1
+        assert capsys.readouterr().err.startswith(f"langchain-tag: error: {expected}")
+
+
+def test_a_closed_stdout_ends_quietly_with_141(tmp_path: Path, rules: list[Rule]) -> None:
+    import subprocess
+
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    argv = _fake_cli(0, "match", "--inputs", str(_inputs_file(tmp_path)), "--rules", rule_file, "--no-cache", "-o", "-")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone, as "| head -1" goes after its line
+    try:
+        done = subprocess.run(argv, cwd=REPO, env=_fake_cli_env(), stdout=write_end, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write_end)
+    err = done.stderr.decode()
+    assert done.returncode == 141, err
+    assert err == ""  # no traceback, no "Broken pipe", no "Exception ignored" at exit
+
+
+def test_match_help_describes_the_records_the_exit_statuses_and_max_concurrency() -> None:
+    from langchain_tag.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    text = sub.choices["match"].format_help()  # type: ignore[attr-defined]
+    flat = " ".join(text.split())
+    assert "--max-concurrency N most judgments (model calls) in flight at once (default: 4)" in flat
+    for field in ('"id"', '"matched"', '"failed"', '"score"', '"p_yes"', '"error"', '"pairs"'):
+        assert field in text
+    for status in ("0 every judgment was made", "3 some judgments failed", "130", "141", "143"):
+        assert status in flat
+    assert '"-": stdin' in flat
+
+
+def test_match_inputs_an_unencodable_input_fails_alone_naming_its_id_and_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from tests.helpers.judge_fakes import scored_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    inputs = _inputs_file(tmp_path)
+    good = inputs.read_text()
+    inputs.write_text('{"id": "bad", "text": "x = \\ud800"}\n' + good)  # a JSON escape of a lone surrogate, line 1
+    out = tmp_path / "out.jsonl"
+    argv = ["match", "--inputs", str(inputs), "--rules", rule_file, "--no-cache", "-o", str(out), "--all-pairs"]
+    assert main(argv) == EXIT_JUDGMENTS_FAILED
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in records] == ["bad", "a", "3", "5"]
+    bad = records[0]
+    assert "input 'bad' (line 1)" in bad["error"] and "\\ud800" in bad["error"] and "cannot encode" in bad["error"]
+    assert bad["matched"] == [] and [f["rule_id"] for f in bad["failed"]] == [r.rule_id for r in rules]
+    assert len(bad["pairs"]) == len(rules)
+    assert all(r["failed"] == [] for r in records[1:])
+    assert f"{len(rules)} failed judgments on 1 inputs" in capsys.readouterr().err
+    inputs.write_text(good)  # the others are judged as they are without it (the line numbers shift their ids)
+    assert main([*argv[:6], "-o", str(tmp_path / "alone.jsonl"), "--all-pairs"]) == 0
+    alone = [json.loads(line) for line in (tmp_path / "alone.jsonl").read_text().splitlines()]
+    assert [r["pairs"] for r in alone] == [r["pairs"] for r in records[1:]]
+
+
+@pytest.mark.parametrize("where", ["directory", "under a file", "named pipe"])
+def test_match_inputs_refuses_an_output_it_cannot_write_before_any_judgment(
+    where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from tests.helpers.judge_fakes import scored_judge
+
+    judge = scored_judge()
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: judge)
+    rule_file = save_rules(rules, tmp_path / "rules.jsonl")
+    fifo = tmp_path / "fifo"  # a file that is not a regular one (as /dev/null is, which must not be renamed over)
+    os.mkfifo(fifo)
+    output, expected = {
+        "directory": (tmp_path, f"cannot write {tmp_path}: it is a directory"),
+        "under a file": (rule_file / "out.jsonl", f"{rule_file} is a file, not a directory"),
+        "named pipe": (fifo, f"cannot write {fifo}: it is not a regular file"),
+    }[where]
+    argv = ["match", "--inputs", str(_inputs_file(tmp_path)), "--rules", str(rule_file), "-o", str(output)]
+    assert main([*argv, "--verdicts", str(tmp_path / "v.sqlite")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("langchain-tag: error:") and expected in err and err.count("\n") == 1
+    assert judge.calls == 0 and "Errno" not in err
+    assert not list(tmp_path.glob(".*.partial")) and fifo.exists() and not fifo.is_file()
+
+
+def _malformed_database(path: Path) -> Path:
+    """A verdict cache whose header is sound and whose table pages are not: the damage shows on the first read."""
+    import sqlite3
+
+    from langchain_tag.calls.verdict_cache import CachedVerdict, SQLiteVerdictCache
+
+    cache = SQLiteVerdictCache(path)
+    for i in range(2000):
+        cache.put(f"key-{i:05d}" * 4, CachedVerdict(applies=True, probability=0.5, reply="YES" * 10))
+    cache.close()
+    sqlite3.connect(path).execute("PRAGMA wal_checkpoint(TRUNCATE)").connection.close()
+    data = bytearray(path.read_bytes())
+    for offset in range(2 * 4096, len(data), 4096):
+        data[offset : offset + 100] = b"\xff" * 100
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("damage", ["not a database", "malformed"])
+def test_match_names_a_verdicts_file_sqlite_cannot_use(
+    damage: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from tests.helpers.judge_fakes import scored_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    verdicts = tmp_path / "v.sqlite"
+    if damage == "not a database":
+        verdicts.write_text("these are not verdicts\n" * 100)
+        expected = f"{verdicts}: file is not a database"
+    else:
+        _malformed_database(verdicts)
+        expected = f"{verdicts}: database disk image is malformed"
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    out = tmp_path / "out.jsonl"
+    argv = ["match", "--inputs", str(_inputs_file(tmp_path)), "--rules", rule_file, "--verdicts", str(verdicts)]
+    assert main([*argv, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("langchain-tag: error:") and expected in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            b'{"rule_id": "a", "rule_name": "n", "condition": "c", "action": "x"}\n{"rule_id": "b", "caf\xe9',
+            ":2: not UTF-8",
+        ),
+        (None, ": cannot read rules (No such file or directory)"),
+        (
+            b'{"rule_id": "a", "rule_name": "n", "condition": "c", "action": "x"}\n\n'
+            b'{"rule_id": "a", "rule_name": "m", "condition": "d", "action": "y"}\n',
+            ":3: duplicate rule_id 'a' (first on line 1)",
+        ),
+    ],
+    ids=["bad byte", "missing", "duplicate"],
+)
+def test_match_names_the_rules_file_and_line_at_fault(
+    content: bytes | None, expected: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["match", "--inputs", str(_inputs_file(tmp_path)), "--rules", str(path), "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"langchain-tag: error: {path}{expected}") and err.count("\n") == 1
+
+
+def test_match_accepts_a_bom_in_the_rules_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import fake_judge
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: fake_judge({"R-003"}))
+    path = save_rules(rules, tmp_path / "rules.jsonl")
+    path.write_bytes("\ufeff".encode() + path.read_bytes())
+    assert main(["match", "x", "--rules", str(path), "--json", "--no-cache"]) == 0
+    assert [m["rule_id"] for m in json.loads(capsys.readouterr().out)] == ["R-003"]
+
+
+def test_sigterm_stops_match_inputs_as_ctrl_c_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rules: list[Rule]
+) -> None:
+    import contextlib
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from tests.helpers.judge_fakes import scored_judge
+
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text("".join(json.dumps(f"x = {i}") + "\n" for i in range(20)))
+    out, verdicts = tmp_path / "out.jsonl", tmp_path / "v.sqlite"
+    argv = ["match", "--inputs", str(inputs), "--rules", rule_file, "-o", str(out), "--verdicts", str(verdicts)]
+    argv += ["--max-concurrency", "1"]
+    child = subprocess.Popen(
+        _fake_cli(0.05, *argv), cwd=REPO, env=_fake_cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    partial = tmp_path / ".out.jsonl.partial"
+
+    def judged() -> int:
+        try:
+            with contextlib.closing(sqlite3.connect(verdicts)) as conn:
+                return int(conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+        except sqlite3.Error:  # not created yet
+            return 0
+
+    try:
+        deadline = time.monotonic() + 30
+        while (not partial.exists() or judged() < 3) and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # until a few judgments are made (all 20 inputs x 5 rules take 5 s)
+        child.send_signal(signal.SIGTERM)
+        _, err_bytes = child.communicate(timeout=20)
+    finally:
+        child.kill()
+    err = err_bytes.decode()
+    assert child.returncode == 143, err
+    assert "terminated" in err and f"kept in {verdicts}" in err and "Traceback" not in err
+    assert not out.exists() and not partial.exists()
+    assert not verdicts.with_name("v.sqlite-wal").exists()  # the cache was closed, not cut off
+
+    rerun = scored_judge()
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: rerun)
+    assert main(argv) == 0
+    assert 0 < rerun.calls < 20 * len(rules)  # what was judged before the signal was kept
     monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
     fresh = tmp_path / "fresh.jsonl"
     assert main([*argv[:5], "-o", str(fresh), "--no-cache"]) == 0
