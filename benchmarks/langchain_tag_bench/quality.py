@@ -37,6 +37,7 @@ import json
 import logging
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -937,21 +938,30 @@ class _CallCounter:
     def __init__(self, llm: BaseChatModel) -> None:
         self.llm = llm
         self.calls = 0
+        self._lock = threading.Lock()
 
     def wrap(self) -> BaseChatModel:
+        """Count every call of the model: each one, batched or not, is one ``invoke`` or ``ainvoke``."""
         counter = self
-        for name in ("batch", "batch_as_completed"):
-            original = getattr(self.llm, name)
+        original, aoriginal = self.llm.invoke, self.llm.ainvoke
 
-            def counted(inputs: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                counter.calls += len(inputs)
-                return _original(inputs, *args, **kwargs)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with counter._lock:
+                counter.calls += 1
+            return original(*args, **kwargs)
 
-            object.__setattr__(self.llm, name, counted)
+        async def acounted(*args: Any, **kwargs: Any) -> Any:
+            with counter._lock:
+                counter.calls += 1
+            return await aoriginal(*args, **kwargs)
+
+        object.__setattr__(self.llm, "invoke", counted)
+        object.__setattr__(self.llm, "ainvoke", acounted)
         return self.llm
 
     def unwrap(self) -> None:
-        for name in ("batch", "batch_as_completed"):
+        """Give the model back its own methods."""
+        for name in ("invoke", "ainvoke"):
             object.__delattr__(self.llm, name)
 
 

@@ -37,6 +37,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from tqdm.auto import tqdm
 
 from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_transient
+from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model
 from langchain_tag.calls.replies import message_text
 from langchain_tag.errors import ParseError
@@ -128,6 +129,8 @@ class CallRunner:
             when the model's client does not retry them itself.
         store: Finished calls; readable new replies are added.
         show_progress: A progress bar: ``True``/``False``, or ``None`` for "only on a terminal".
+        gate: A cap on calls in flight shared with other runners (and other calls of this one), beside
+            ``max_concurrency``'s cap on one run.
     """
 
     llm: ChatRunnable
@@ -137,6 +140,7 @@ class CallRunner:
     retry_backoff: float = 0.5
     store: RunnerStore | None = None
     show_progress: bool | None = False
+    gate: Gate | None = None
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -145,6 +149,7 @@ class CallRunner:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.model is None:
             self.model = self.llm
+        self._sent: Runnable[Any, Any] = self.gate.wrap(self.llm) if self.gate is not None else self.llm
 
     def run(self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = "") -> list[Outcome[T]]:
         """Run ``requests``; return one outcome per request, in request order."""
@@ -153,7 +158,7 @@ class CallRunner:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = self.llm.batch_as_completed(
+                stream = self._sent.batch_as_completed(
                     [requests[i].messages for i in pending],
                     config=self._configs([requests[i] for i in pending], callbacks),
                     return_exceptions=True,
@@ -175,7 +180,7 @@ class CallRunner:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = self.llm.abatch_as_completed(
+                stream = self._sent.abatch_as_completed(
                     [requests[i].messages for i in pending],
                     config=self._configs([requests[i] for i in pending], callbacks),
                     return_exceptions=True,

@@ -102,6 +102,7 @@ class ChatJudge(Judge):
             max_concurrency=self.max_concurrency,
             max_attempts=self.max_attempts,
             retry_backoff=self.retry_backoff,
+            gate=self.state.gate(self.max_concurrency),
             store=VerdictStore(self.cache) if self.cache is not None else None,
         )
 

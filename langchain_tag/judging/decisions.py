@@ -84,6 +84,7 @@ class DecisionJudge(Judge):
             max_concurrency=self.max_concurrency,
             max_attempts=self.max_attempts,
             retry_backoff=self.retry_backoff,
+            gate=self.state.gate(self.max_concurrency),
         )
 
     @property

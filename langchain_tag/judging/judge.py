@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 
+from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model, model_identity
 from langchain_tag.calls.verdict_cache import VerdictCache
 from langchain_tag.errors import ProviderError
@@ -70,12 +71,22 @@ class JudgeState:
         defaults: Shipped calibrations resolved for (model, scoring version, reference inputs).
         identities: Model identities already worked out, by the model object's id.
         warned: Warnings given once (for example that replies carry no logprobs).
+        gates: The caps on calls in flight, by limit: concurrent calls of one retriever share them, so its
+            ``max_concurrency`` holds across a ``batch`` of inputs and the bulk job's inputs in parallel.
     """
 
     references: dict[str, float] = field(default_factory=dict)
     defaults: dict[tuple[str, str, tuple[str, ...] | None], Calibration | None] = field(default_factory=dict)
     identities: dict[int, tuple[Any, str]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
+    gates: dict[int, Gate] = field(default_factory=dict)
+
+    def gate(self, limit: int) -> Gate:
+        """The cap of ``limit`` calls in flight that every judge sharing this state with that limit holds."""
+        found = self.gates.get(limit)
+        if found is None:
+            found = self.gates.setdefault(limit, Gate(limit))
+        return found
 
     def identity(self, llm: Any) -> str:
         """The identity of ``llm`` (:func:`~langchain_tag.calls.identity.model_identity`), worked out once per model."""

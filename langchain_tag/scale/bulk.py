@@ -271,12 +271,21 @@ def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[R
 
 
 def _inputs_at_once(max_concurrency: int | None, retriever: Judged, per_input: int) -> int:
-    """Inputs judged at the same time: as given, else enough to keep the retriever's judgments busy."""
-    if max_concurrency is not None:
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        return max_concurrency
-    return max(1, math.ceil(retriever.max_concurrency / max(per_input, 1)))
+    """Inputs judged at the same time: enough to keep the cap's requests busy (the cap holds whatever it is)."""
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    limit = retriever.max_concurrency if max_concurrency is None else max_concurrency
+    return max(1, math.ceil(limit / max(per_input, 1)))
+
+
+def _capped(retriever: Judged, max_concurrency: int | None) -> Judged:
+    """The retriever with ``max_concurrency`` as its cap on requests in flight (sharing its judging state)."""
+    if max_concurrency is None:
+        return retriever
+    if isinstance(retriever, CascadeRetriever):
+        cheap, strong = (_capped(r, max_concurrency) for r in (retriever.cheap, retriever.strong))
+        return retriever.model_copy(update={"cheap": cheap, "strong": strong})
+    return retriever.model_copy(update={"max_concurrency": max_concurrency})
 
 
 def match_corpus(
@@ -289,10 +298,11 @@ def match_corpus(
 ) -> Iterator[dict[str, Any]]:
     """Judge every input against the retriever's rules; yield one JSON-ready result per input, in input order.
 
-    Work goes input-major: all of one input's judgments are sent together
-    (with the retriever's ``max_concurrency``), and up to ``max_concurrency``
-    inputs are judged at a time. The first input is judged alone, so a
-    calibration's reference judgments are made once, before the others start.
+    Work goes input-major: all of one input's judgments are sent together, and
+    as many inputs are judged at a time as keep ``max_concurrency`` requests
+    busy; that many requests in flight is a hard cap over all inputs together.
+    The first input is judged alone, so a calibration's reference judgments
+    are made once, before the others start.
 
     Each result is ``{"id", "matched": [{"rule_id", "score", "p_yes"}],
     "failed": [{"rule_id", "error"}]}`` (plus ``"pairs"`` with ``all_pairs``).
@@ -313,8 +323,8 @@ def match_corpus(
             judge on the band's).
         all_pairs: Also give every pair's decision, raw P(YES) and score.
         show_progress: Show a progress bar of judgments (rate and ETA) on stderr; ``None`` when stderr is a terminal.
-        max_concurrency: Most inputs judged at the same time; ``None`` takes enough to keep about
-            the retriever's ``max_concurrency`` judgments in flight.
+        max_concurrency: Most requests in flight at once, over all inputs together; ``None``: the
+            retriever's ``max_concurrency``.
 
     Yields:
         One result per input, in input order.
@@ -324,7 +334,7 @@ def match_corpus(
     """
     items = as_input_items(inputs)  # checked now, before the first result is asked for
     _inputs_at_once(max_concurrency, retriever, 1)
-    return _match_items(items, retriever, all_pairs, show_progress, max_concurrency)
+    return _match_items(items, _capped(retriever, max_concurrency), all_pairs, show_progress, max_concurrency)
 
 
 def _match_items(
@@ -380,7 +390,7 @@ def amatch_corpus(
     """Async twin of :func:`match_corpus`."""
     items = as_input_items(inputs)
     _inputs_at_once(max_concurrency, retriever, 1)
-    return _amatch_items(items, retriever, all_pairs, show_progress, max_concurrency)
+    return _amatch_items(items, _capped(retriever, max_concurrency), all_pairs, show_progress, max_concurrency)
 
 
 async def _amatch_items(

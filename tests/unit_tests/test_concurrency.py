@@ -100,3 +100,43 @@ def test_default_verdict_cache_stays_bounded(rules: list[Rule]) -> None:
     for i in range(100):
         retriever.invoke(f"query {i}")
     assert len(cache) == 50
+
+
+def _thirty_rules(rules: list[Rule]) -> list[Rule]:
+    return [rules[0].model_copy(update={"rule_id": f"C{i}"}) for i in range(30)]
+
+
+def test_max_concurrency_caps_a_batch_of_inputs(rules: list[Rule]) -> None:
+    from langchain_tag.testing import fake_judge
+
+    llm = fake_judge({"C1"}, delay=0.02)
+    retriever = ApplicabilityRetriever(llm=llm, rules=_thirty_rules(rules)[:6], calibration=None)
+    retriever.batch(["a = 1", "b = 2", "c = 3", "d = 4"], config={"max_concurrency": 2})
+    assert llm.calls == 4 * 6 and 1 < llm.max_in_flight <= 2  # before: each input had its own 2 (8 in flight)
+
+
+def test_the_bulk_jobs_max_concurrency_is_a_cap_on_requests(rules: list[Rule]) -> None:
+    import asyncio
+
+    from langchain_tag.scale.bulk import amatch_corpus, match_corpus
+    from langchain_tag.testing import fake_judge
+
+    inputs = [f"x = {i}" for i in range(6)]
+    for limit in (4, 32):
+        llm = fake_judge({"C1"}, delay=0.005)
+        retriever = ApplicabilityRetriever(llm=llm, rules=_thirty_rules(rules), calibration=None)
+        list(match_corpus(inputs, retriever, max_concurrency=limit))
+        assert llm.calls == 6 * 30 and 1 < llm.max_in_flight <= limit
+        async_llm = fake_judge({"C1"}, delay=0.005)
+        retriever = ApplicabilityRetriever(llm=async_llm, rules=_thirty_rules(rules), calibration=None)
+
+        async def run(retriever: ApplicabilityRetriever = retriever, limit: int = limit) -> None:
+            async for _ in amatch_corpus(inputs, retriever, max_concurrency=limit):
+                pass
+
+        asyncio.run(run())
+        assert async_llm.calls == 6 * 30 and 1 < async_llm.max_in_flight <= limit
+    llm = fake_judge({"C1"}, delay=0.01)
+    retriever = ApplicabilityRetriever(llm=llm, rules=_thirty_rules(rules)[:2], calibration=None, max_concurrency=3)
+    list(match_corpus(inputs, retriever))  # no cap given: the retriever's own, over inputs in parallel
+    assert 1 < llm.max_in_flight <= 3

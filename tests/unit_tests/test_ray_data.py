@@ -435,3 +435,23 @@ def test_refuses_what_it_cannot_run(rules: list[Rule]) -> None:
         judge_with_ray(retriever, INPUTS)
     with pytest.raises(ValueError, match="not one string"):
         judge_with_ray(retriever, "one input", base_url="http://127.0.0.1:9/v1", model=MODEL)
+
+
+def test_a_decision_model_is_refused_with_where_it_runs(rules: list[Rule]) -> None:
+    from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, NoulAnswer
+
+    class Decisions(BaseDecisionModel):
+        model: str = "fake-decisions"
+
+        @property
+        def _provider(self) -> str:
+            return "fake"
+
+        def _classify(self, state: Any, questions: dict[str, Any]) -> ClassifierResponse:
+            return ClassifierResponse(
+                model=self.model, answers={q: NoulAnswer(type="noul", noul=0.5) for q in questions}
+            )
+
+    retriever = ApplicabilityRetriever(llm=Decisions(), rules=rules)
+    with pytest.raises(ValueError, match="decision model judges each input in one request in process"):
+        judge_with_ray(retriever, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL)
