@@ -729,6 +729,58 @@ def _add_batch_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     _add_judge_options(p)
     p.set_defaults(func=_cmd_batch_import, max_concurrency=4)
 
+    for step, func, text in (
+        ("submit", _cmd_batch_submit, "upload an export's request files and create their batches (once each)"),
+        ("status", _cmd_batch_status, "show the state of an export's batches"),
+        ("fetch", _cmd_batch_fetch, "download the output and error files of an export's finished batches"),
+    ):
+        p = steps.add_parser(step, parents=[common], help=text)
+        p.add_argument("export", metavar="DIR", help="the directory batch export wrote")
+        p.add_argument(
+            "--base-url",
+            default=os.environ.get("LANGCHAIN_TAG_BASE_URL") or None,
+            help="the OpenAI-compatible endpoint (default: LANGCHAIN_TAG_BASE_URL, else the OpenAI API)",
+        )
+        p.set_defaults(func=func)
+
+
+def _batch_client(args: argparse.Namespace) -> Any:
+    """The OpenAI client of the batch steps: ``--base-url``, the key of ``LANGCHAIN_TAG_API_KEY`` or the environment."""
+    import openai
+
+    key = os.environ.get("LANGCHAIN_TAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
+    return openai.OpenAI(base_url=args.base_url, api_key=key)
+
+
+def _print_batches(batches: Iterable[Any]) -> None:
+    for batch in batches:
+        counts = batch.counts or {}
+        done = f" {counts.get('completed', 0)}/{counts.get('total', 0)} done" if counts else ""
+        failed = f", {counts['failed']} failed" if counts.get("failed") else ""
+        print(f"{batch.file}\t{batch.batch_id}\t{batch.status}{done}{failed}")
+
+
+def _cmd_batch_submit(args: argparse.Namespace) -> int:
+    from langchain_tag.scale.batch_api.client import submit_openai_batch
+
+    _print_batches(submit_openai_batch(args.export, client=_batch_client(args)))
+    return 0
+
+
+def _cmd_batch_status(args: argparse.Namespace) -> int:
+    from langchain_tag.scale.batch_api.client import openai_batch_status
+
+    _print_batches(openai_batch_status(args.export, client=_batch_client(args)))
+    return 0
+
+
+def _cmd_batch_fetch(args: argparse.Namespace) -> int:
+    from langchain_tag.scale.batch_api.client import fetch_openai_batch
+
+    for path in fetch_openai_batch(args.export, client=_batch_client(args)):
+        print(path)
+    return 0
+
 
 def _add_plugin_commands(sub: Any) -> None:
     """Add the subcommands other installed distributions register (``langchain-tag bench`` from the benchmark)."""

@@ -11,8 +11,12 @@ at about half the price. The flow:
    of its request (model, prompt, input text and rule). Pairs already in the
    verdict cache, and requests asked twice (the same input text twice), are
    left out.
-2. You upload each file, create the batches, and download their output (and
-   error) files.
+2. :func:`~langchain_tag.scale.batch_api.client.submit_openai_batch` uploads
+   each file and creates its batch (once: ``batches.json`` records them),
+   :func:`~langchain_tag.scale.batch_api.client.openai_batch_status` follows
+   them and :func:`~langchain_tag.scale.batch_api.client.fetch_openai_batch`
+   downloads their output (and error) files (``langchain-tag batch submit``,
+   ``status``, ``fetch``).
 3. :func:`import_openai_batch` reads those files and records each reply in
    the judge's verdict cache (:meth:`ChatJudge.record`), reporting the
    requests that failed without losing the others. A reply that does not
