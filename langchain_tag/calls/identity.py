@@ -1,23 +1,62 @@
 """A model's identity and description: what names it in cache keys, errors and logs, secrets masked.
 
 Every URL printed is passed through :func:`redact_url` first: credentials in a
-base URL (``user:pass@``, ``?api-key=...``) never reach an error message or a log.
+base URL (``user:pass@``, ``?api-key=...``) never reach an error message or a
+log, :class:`RedactingFilter` masks them in every log record (the HTTP
+clients' own request logs included) where it is installed.
+
+What makes two endpoints the same judge (:func:`model_identity`, the verdict
+and extraction caches' model key):
+
+- An explicit identity wins: a chat model whose ``metadata`` holds
+  :data:`IDENTITY_METADATA_KEY` has that value as its identity, whatever its
+  endpoint. This is how a user sets the cache namespace explicitly
+  (``ChatOpenAI(..., metadata={IDENTITY_METADATA_KEY: "my-judge-v2"})``),
+  and how the embedded model is named by its GGUF file.
+- A local endpoint (host ``localhost``, or a loopback, private, link-local or
+  unspecified IP address) is named by the model behind it, not by its URL:
+  the model name, plus what the server reports about the model it serves
+  (``GET {base_url}/models``: the served model id, e.g. llama.cpp's model
+  file or alias, vLLM's id and its ``root``), as ``name@served``. The server
+  is asked once per endpoint per process, with a short timeout and no proxy;
+  when it cannot tell (no server, sockets blocked, an error, a list that
+  names several models but not this one) the identity is the model name
+  alone. So the same model behind a server restarted on another port, or
+  reached as ``localhost`` instead of ``127.0.0.1``, keeps its identity, and
+  two different models served under one name do not share it.
+- Any other endpoint (a remote provider) is named by its URL (credentials
+  masked) and the model name, e.g. ``https://api.deepseek.com/v1/deepseek-chat``;
+  a ``ChatOpenAI`` without a base URL by its client's (``https://api.openai.com/v1/gpt-4o-mini``).
+  A remote provider therefore never shares an identity with a local server
+  serving a model of the same name. Host names other than ``localhost`` are
+  never resolved: a local server reached by another name counts as remote.
+- Without an endpoint: the model name, else the class name.
 """
 
 from __future__ import annotations
 
+import base64
+import ipaddress
+import json
+import logging
 import re
+import threading
+import urllib.request
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
     "IDENTITY_METADATA_KEY",
+    "RedactingFilter",
     "chat_model_of",
     "describe_model",
+    "install_redaction",
+    "is_local_endpoint",
     "model_identity",
     "model_name_and_endpoint",
     "redact_url",
     "redact_urls",
+    "served_model",
 ]
 
 REDACTED = "***"
@@ -73,42 +112,175 @@ def chat_model_of(llm: Any) -> Any:
 
 def model_name_and_endpoint(llm: Any) -> tuple[str | None, str | None]:
     """A chat model's model name and base URL (credentials redacted), where exposed (``ChatOpenAI`` and alike)."""
-    llm = chat_model_of(llm)
+    name, base_url = _name_and_raw_endpoint(chat_model_of(llm))
+    return name, redact_url(base_url) if base_url else None
+
+
+def _name_and_raw_endpoint(llm: Any) -> tuple[str | None, str | None]:
     name = next(
         (v for v in (getattr(llm, a, None) for a in ("model_name", "model")) if isinstance(v, str) and v),
         None,
     )
     base_url = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
-    return name, redact_url(base_url) if isinstance(base_url, str) and base_url else None
+    return name, base_url if isinstance(base_url, str) and base_url else None
 
 
 IDENTITY_METADATA_KEY = "langchain_tag_model_identity"
-"""A chat model whose ``metadata`` holds this key has that value as its identity (the embedded model's file name)."""
+"""A chat model whose ``metadata`` holds this key has that value as its identity: the way to set it explicitly.
+
+``ChatOpenAI(..., metadata={IDENTITY_METADATA_KEY: "my-judge"})`` keys its
+cached verdicts under ``"my-judge"`` whatever its endpoint; the embedded
+model is so named by its GGUF file.
+"""
+
+LOOKUP_TIMEOUT = 2.0
+"""Seconds allowed to ask a local server which model it serves."""
+
+_SERVED: dict[str, str | None] = {}
+_SERVED_LOCK = threading.Lock()
 
 
 def model_identity(llm: Any) -> str:
-    """A chat model's identity for cache keys: the full endpoint (scheme, host, port, path) and model name.
+    """A chat model's identity for cache keys: the model it names, not the URL it is reached at.
 
-    Without an endpoint, the model name, else the class name. A model whose
-    ``metadata`` names its identity under :data:`IDENTITY_METADATA_KEY` has
-    that identity: :func:`~langchain_tag.local.models.get_chat_model` marks
-    the embedded model so, by its file name, as its server's port changes
-    between runs. Two models with the same identity are assumed to give the
-    same replies at temperature 0 (the verdict and extraction caches rely on
-    it), so two servers on one host are told apart by their ports.
+    See the module docstring for the rule: an explicit identity
+    (:data:`IDENTITY_METADATA_KEY`) wins; a local endpoint gives the model
+    name plus what its server reports about the model it serves
+    (:func:`served_model`); a remote one its URL (credentials masked) and the
+    model name. Two models with the same identity are assumed to give the
+    same replies at temperature 0 (the verdict and extraction caches rely on it).
     """
-    marked = getattr(chat_model_of(llm), "metadata", None)
+    model = chat_model_of(llm)
+    marked = getattr(model, "metadata", None)
     if (
         isinstance(marked, dict)
         and isinstance(marked.get(IDENTITY_METADATA_KEY), str)
         and marked[IDENTITY_METADATA_KEY]
     ):
         return str(marked[IDENTITY_METADATA_KEY])
-    found, base_url = model_name_and_endpoint(llm)
-    name = found or type(chat_model_of(llm)).__name__
-    if base_url:
-        return f"{base_url.rstrip('/')}/{name}"
-    return name
+    found, base_url = _name_and_raw_endpoint(model)
+    name = found or type(model).__name__
+    if base_url is None:
+        client_url = getattr(getattr(model, "root_client", None), "base_url", None)
+        base_url = str(client_url) if client_url is not None and str(client_url) else None
+    if base_url is None:
+        return name
+    if not is_local_endpoint(base_url):
+        return f"{redact_url(base_url).rstrip('/')}/{name}"
+    served = served_model(base_url, found, api_key=_api_key(model))
+    return f"{name}@{served}" if served and served != name else name
+
+
+def is_local_endpoint(base_url: str) -> bool:
+    """Whether ``base_url``'s host is this machine or a private network: ``localhost`` or a non-public IP address."""
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local or address.is_unspecified
+
+
+def served_model(base_url: str, name: str | None = None, *, api_key: str | None = None) -> str | None:
+    """What the server at ``base_url`` reports about the model it serves (``GET {base_url}/models``), or ``None``.
+
+    The entry named ``name`` when the list has one, else the only entry: its
+    ``id`` (a file path cut to its file name) and, when it differs, its
+    ``root`` (vLLM). Asked once per endpoint (and name) per process, within
+    :data:`LOOKUP_TIMEOUT` seconds and without a proxy; any failure gives
+    ``None``, quietly, and is remembered too, so one process keeps one identity.
+    """
+    memo = f"{base_url}\x00{name or ''}"
+    with _SERVED_LOCK:
+        if memo in _SERVED:
+            return _SERVED[memo]
+    try:
+        found = _describe_served(_fetch_models(base_url, api_key), name)
+    except Exception:  # no server, sockets blocked, a bad reply: the model name alone
+        found = None
+    with _SERVED_LOCK:
+        return _SERVED.setdefault(memo, found)
+
+
+def _fetch_models(base_url: str, api_key: str | None) -> Any:
+    parts = urlsplit(base_url)
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, netloc = netloc.rsplit("@", 1)
+        token = base64.b64encode(unquote(userinfo).encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    url = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/models", parts.query, ""))
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(urllib.request.Request(url, headers=headers), timeout=LOOKUP_TIMEOUT) as response:
+        return json.loads(response.read(1 << 20))
+
+
+def _describe_served(listing: Any, name: str | None) -> str | None:
+    entries = [e for e in (listing.get("data") or []) if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    entry = next((e for e in entries if e["id"] == name), entries[0] if len(entries) == 1 else None)
+    if entry is None:
+        return None
+    served = _file_name(entry["id"])
+    root = entry.get("root")
+    if isinstance(root, str) and root and _file_name(root) != served:
+        served += f" ({_file_name(root)})"
+    return served or None
+
+
+def _file_name(value: str) -> str:
+    """A path's file name (``/models/q.gguf`` -> ``q.gguf``); other values unchanged."""
+    if value.startswith(("/", "~", ".")) or "\\" in value or re.match(r"^[A-Za-z]:[\\/]", value):
+        return re.split(r"[\\/]", value.rstrip("/\\"))[-1]
+    return value
+
+
+def _api_key(model: Any) -> str | None:
+    secret = getattr(model, "openai_api_key", None)
+    value = getattr(secret, "get_secret_value", lambda: secret)()
+    return value if isinstance(value, str) and value else None
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that masks credentials in URLs (:func:`redact_urls`) in every record's message and args.
+
+    Attach it to a handler (:func:`install_redaction` does so for the root
+    logger's handlers): the HTTP clients' INFO logs (``httpx``, ``openai``)
+    print request URLs, credentials included, and records from every logger
+    pass through the root handlers.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Redact ``record`` in place; always keep it."""
+        if isinstance(record.msg, str):
+            record.msg = redact_urls(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redact_arg(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: _redact_arg(v) for k, v in record.args.items()}
+        return True
+
+
+def _redact_arg(value: Any) -> Any:
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value  # %d and %f need numbers
+    text = value if isinstance(value, str) else str(value)
+    redacted = redact_urls(text)
+    return value if redacted == text else redacted
+
+
+def install_redaction(logger: logging.Logger | None = None) -> None:
+    """Add a :class:`RedactingFilter` to every handler of ``logger`` (the root logger by default), once each."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 def describe_model(llm: Any) -> str:
