@@ -11,6 +11,9 @@ Retry layering (one layer per kind of fault, so retries never multiply):
 - A model without client retries (``max_retries`` absent or 0) gets them from
   the runner and the matcher instead: the failed calls are sent again after a
   backoff with jitter, within their ``max_attempts``.
+- Permanent faults (:func:`is_permanent`: HTTP 400 such as a context length
+  exceeded, 401, 403, 404, 413, 422) are never sent again by anyone: the same
+  request would fail the same way (and a huge input would be uploaded again).
 - Malformed replies are always retried by the runner and the matcher, within
   ``max_attempts`` (a second request at once: there is nothing to wait for).
 
@@ -26,7 +29,7 @@ from typing import Any
 
 from langchain_tag.calls.identity import chat_model_of, redact_urls
 
-__all__ = ["backoff_delay", "client_retries", "describe_error", "is_transient"]
+__all__ = ["backoff_delay", "client_retries", "describe_error", "is_permanent", "is_transient"]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _TRANSIENT_NAMES = frozenset(
@@ -62,6 +65,34 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(status, int):
         return status in _TRANSIENT_STATUS or status >= 500
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+_PERMANENT_STATUS = frozenset({400, 401, 403, 404, 413, 422})
+_PERMANENT_NAMES = frozenset(
+    {
+        "BadRequestError",
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "NotFoundError",
+        "UnprocessableEntityError",
+    }
+)
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """Whether a call that raised ``exc`` would fail the same way if sent again: never resend it.
+
+    True for HTTP 400 (a bad request, a context length exceeded), 401, 403,
+    404, 413 and 422 from OpenAI-compatible clients (the status, or the
+    OpenAI client's error class), and for an error whose response carries
+    such a status.
+    """
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status in _PERMANENT_STATUS
+    return any(cls.__name__ in _PERMANENT_NAMES for cls in type(exc).__mro__)
 
 
 def client_retries(llm: Any) -> int:

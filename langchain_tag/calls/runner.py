@@ -36,7 +36,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from tqdm.auto import tqdm
 
-from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_transient
+from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_permanent, is_transient
 from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model
 from langchain_tag.calls.replies import message_text
@@ -228,8 +228,12 @@ class CallRunner:
         if isinstance(reply, BaseException):
             outcome.error = f"{describe_error(reply)} (from {describe_model(self.model)})"
             outcome.fault, outcome.reply = reply, ""
-            # A transport fault the model's client already retried is not sent again.
-            return not (is_transient(reply) and client_retries(self.model))
+            # A permanent fault (400, 401, 403, 404, 413, 422) is never sent again, nor a transport fault the
+            # model's client already retried; the client's retries are counted in the error's request count.
+            retried = client_retries(self.model) if is_transient(reply) else 0
+            if retried:
+                outcome.error += f" ({outcome.attempts + retried} requests sent, {retried} of them by its client)"
+            return not (is_permanent(reply) or retried)
         outcome.fault = None
         usage: Any = reply.usage_metadata if isinstance(reply, AIMessage) else getattr(reply, "usage", None)
         if usage and not isinstance(usage, Mapping):  # a decision model's usage object

@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from typing_extensions import override
 
-from langchain_tag.calls.identity import redact_urls
+from langchain_tag.calls.identity import install_redaction, redact_urls
 from langchain_tag.executors import EXECUTOR_PROMPTS
 from langchain_tag.graph import MODES
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
@@ -863,6 +863,17 @@ def _stdout_to_devnull() -> None:
             os.close(devnull)
 
 
+def configure_logging(debug: bool) -> None:
+    """Log warnings (with ``--debug``, everything) to stderr, credentials in URLs masked in every record.
+
+    ``--debug`` lets the HTTP clients' INFO logs through (``httpx``, ``openai``), which print each
+    request's URL; :func:`~langchain_tag.calls.identity.install_redaction` masks a base URL's
+    ``user:pass@`` and ``?api-key=...`` in them, and in every other record, at the root handlers.
+    """
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    install_redaction()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``langchain-tag`` command.
 
@@ -874,9 +885,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(args.debug)
     try:
         with _sigterm_as_interrupt():
             code: Any = args.func(args)

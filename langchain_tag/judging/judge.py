@@ -300,19 +300,23 @@ class Judge(ABC):
                 f"{failed[-1].error}"
             )
         ids = [j.rule_id for j in failed]
+        # The attempts each failed pair really had (a fault not to be resent fails on its first); the requests
+        # the model's own client sent again are counted in each error ("3 requests sent, 2 of them by its client").
+        counts = sorted({j.attempts for j in failed})
+        attempts = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         if self.strict:
             raise JudgmentsFailedError(
                 f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
-                f"after {self.max_attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
+                f"after {attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",
                 failed_rule_ids=ids,
                 result=result,
             )
         logger.warning(
-            "%d of %d judgments by %s failed after %d attempts and were counted as NO: %s; first: %s",
+            "%d of %d judgments by %s failed after %s attempt(s) and were counted as NO: %s; first: %s",
             len(failed),
             len(result.judgments),
             describe_model(self.llm),
-            self.max_attempts,
+            attempts,
             ", ".join(ids),
             "; ".join(f"{j.rule_id} ({j.error})" for j in failed[:3]),
         )

@@ -285,3 +285,52 @@ def test_requests_per_pair_for_each_fault_class_with_a_default_chat_openai(fault
         assert len(ChatJudge(model, retry_backoff=0.0).judge("q", rules).failed) == 5
     # A 429 is retried by the client only (1 + 2); garbage by the matcher only (1 + 1).
     assert set(endpoint.requests.values()) == {3 if fault == "429" else 2}
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])
+@pytest.mark.parametrize("max_retries", [None, 0])
+def test_a_fault_no_retry_can_fix_is_sent_once(status: int, max_retries: int | None, rules: list[Rule]) -> None:
+    # A context length exceeded (400) or a too-large body (413): sending a 50 MB input again fails the same way.
+    endpoint = CountingEndpoint(lambda text: status if judged_rule_id(text) == "R-002" else _verdicts(text))
+    model = endpoint.model() if max_retries is None else endpoint.model(max_retries=max_retries)
+    result = ChatJudge(model, retry_backoff=0.0).judge("q", rules)
+    assert [(j.rule_id, j.attempts) for j in result.failed] == [("R-002", 1)]
+    assert endpoint.most_requests(lambda text: judged_rule_id(text) == "R-002") == 1
+
+
+def test_is_permanent() -> None:
+    from langchain_tag.calls.faults import is_permanent
+
+    assert not any(is_permanent(make()) for make in FAULTS.values())
+    assert not is_permanent(ValueError("bad"))
+    assert all(is_permanent(type("E", (Exception,), {"status_code": s})()) for s in (400, 401, 403, 404, 413, 422))
+
+
+def test_a_failure_names_the_requests_really_sent(rules: list[Rule], caplog: pytest.LogCaptureFixture) -> None:
+    endpoint = CountingEndpoint(lambda text: 429 if judged_rule_id(text) == "R-002" else _verdicts(text))
+    with caplog.at_level("WARNING"):
+        result = ChatJudge(endpoint.model(), retry_backoff=0.0).judge("q", rules)  # the client's 2 retries
+    assert endpoint.most_requests(lambda text: judged_rule_id(text) == "R-002") == 3
+    assert "3 requests sent, 2 of them by its client" in (result.failed[0].error or "")
+    assert "failed after 1 attempt(s)" in caplog.text and "3 requests sent" in caplog.text
+    assert "after 2 attempts" not in caplog.text
+
+
+def test_debug_logging_masks_credentials_in_the_http_clients_logs(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from langchain_tag.cli import main as cli
+
+    root = logging.getLogger()
+    handler = logging.StreamHandler()
+    root.addHandler(handler)  # as basicConfig's own handler would be
+    try:
+        with caplog.at_level("INFO"):
+            cli.configure_logging(debug=True)
+            url = httpx2.URL("http://user:hunter2@llm.example.test/v1/chat/completions?api-key=s3cr3t")
+            logging.getLogger("httpx").info('HTTP Request: %s %s "%s %d %s"', "POST", url, "HTTP/1.1", 200, "OK")
+            logging.getLogger("openai").info(f"Sending to {url}")
+    finally:
+        root.removeHandler(handler)
+    assert any(type(f).__name__ == "RedactingFilter" for f in handler.filters)
+    assert _leaks(caplog.text) == [] and "200 OK" in caplog.text and "***@llm.example.test" in caplog.text
