@@ -169,6 +169,7 @@ class CallRunner:
                         retry.append(pending[i])
                 pending, delay = self._next_round(outcomes, retry, attempt)
                 time.sleep(delay)
+        _settle(self.store)
         return outcomes
 
     async def arun(
@@ -191,6 +192,7 @@ class CallRunner:
                         retry.append(pending[i])
                 pending, delay = self._next_round(outcomes, retry, attempt)
                 await asyncio.sleep(delay)
+        _settle(self.store)
         return outcomes
 
     def _start(self, requests: Sequence[Request[T]]) -> tuple[list[Outcome[T]], list[int]]:
@@ -278,6 +280,7 @@ class _Keeper(BaseCallbackHandler):
     """
 
     run_inline = True
+    raise_error = True  # a fault of the keeper itself is not to be logged and forgotten
 
     def __init__(self, store: RunnerStore, request: Request[Any]) -> None:
         self.store = store
@@ -296,8 +299,31 @@ class _Keeper(BaseCallbackHandler):
             outcome.value = self.request.parse(reply)
         except (ParseError, KeyError, TypeError, ValueError, AttributeError):
             return
-        self.store.put(self.request, outcome)
+        try:
+            self.store.put(self.request, outcome)
+        except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
+            _FAILED_PUTS.setdefault(id(self.store), (self.store, exc))
         _READ[id(reply)] = (reply, outcome.value)  # the runner takes this reading instead of parsing again
+
+
+_FAILED_PUTS: dict[int, tuple[Any, BaseException]] = {}
+"""The first failure of each store to keep a reply, by the store's id (with the store, so the id stays its own)."""
+
+
+def _settle(store: RunnerStore | None) -> None:
+    """At the end of a run: commit what the store holds back, and raise the first reply it failed to keep.
+
+    A store that cannot keep what is paid for stops the work (a full disk, a lock
+    held elsewhere) instead of letting it go on judging what will be lost.
+    """
+    if store is None:
+        return
+    flush = getattr(store, "flush", None)
+    if callable(flush):
+        flush()
+    failed = _FAILED_PUTS.pop(id(store), None)
+    if failed is not None and failed[0] is store:
+        raise failed[1]
 
 
 def _with_keeper(callbacks: Callbacks, store: RunnerStore | None, request: Request[Any]) -> Callbacks:

@@ -15,11 +15,19 @@ and is safe to share between threads and processes.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
+import os
+import socket
+import sqlite3
 import threading
 import time
+import uuid
+import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -27,12 +35,15 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.runner import Outcome, Request
 from langchain_tag.calls.sqlite_file import SQLiteFile
+from langchain_tag.errors import TagError
 
 __all__ = [
     "CachedVerdict",
+    "Claims",
     "InMemoryVerdictCache",
     "SQLiteVerdictCache",
     "VerdictCache",
+    "VerdictCacheError",
     "VerdictStore",
     "verdict_key",
 ]
@@ -131,18 +142,200 @@ class InMemoryVerdictCache:
         return len(self._data)
 
 
+class VerdictCacheError(TagError):
+    """A verdict could not be kept in the verdict cache (a full disk, a lock another process holds too long, ...).
+
+    It stops the job rather than letting it go on paying for judgments it cannot
+    keep: the message names the cache file and SQLite's reason.
+
+    Attributes:
+        path: The cache file (or the cache's class name when it has no file).
+    """
+
+    def __init__(self, path: str | Path, error: BaseException) -> None:
+        reason = str(error) or type(error).__name__
+        prefix = f"{path}: "
+        reason = reason.removeprefix(prefix)
+        super().__init__(f"cannot keep verdicts in the verdict cache {path}: {reason}")
+        self.path = path
+
+
+_Row = tuple[int, float | None, str, float]
+"""A verdict as stored: applies, probability, reply, created."""
+
+_INSERT = "INSERT OR REPLACE INTO verdicts (key, applies, probability, reply, created) VALUES (?, ?, ?, ?, ?)"
+
+
+class _Writes:
+    """Verdicts put but not committed yet, committed together: per ``every`` verdicts or ``interval`` seconds.
+
+    A background thread commits what waited ``interval`` seconds; a failure of its
+    commit is raised by the next :meth:`put`. Puts come from any thread.
+    """
+
+    def __init__(self, file: SQLiteFile, every: int, interval: float) -> None:
+        self.file = file
+        self.every = every
+        self.interval = interval
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.committing_lock = threading.Lock()
+        self.pending: dict[str, _Row] = {}
+        self.committing: dict[str, _Row] = {}
+        self.since: float | None = None
+        self.failure: VerdictCacheError | None = None
+        self.stop = False
+        self.thread: threading.Thread | None = None
+        self.commits = 0
+
+    def get(self, key: str) -> _Row | None:
+        with self.lock:
+            return self.pending.get(key) or self.committing.get(key)
+
+    def put(self, key: str, row: _Row) -> None:
+        with self.lock:
+            self.pending[key] = row
+            if self.since is None:
+                self.since = time.monotonic()
+            full = len(self.pending) >= self.every or self.interval <= 0
+            if not full:
+                self._start_thread()
+                self.wake.notify()
+            failure, self.failure = self.failure, None
+        if failure is not None:
+            raise failure
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit every pending verdict in one transaction; raise :class:`VerdictCacheError` if it fails."""
+        with self.committing_lock:
+            with self.lock:
+                if not self.pending:
+                    self.failure = None  # whatever failed before is committed now
+                    return
+                batch, self.pending, self.since = self.pending, {}, None
+                self.committing = batch
+            try:
+                with self.file.connection() as conn:
+                    conn.executemany(_INSERT, [(key, *row) for key, row in batch.items()])
+            except sqlite3.Error as exc:
+                with self.lock:
+                    self.pending = {**batch, **self.pending}  # kept (and readable) for the next attempt
+                    self.since = self.since or time.monotonic()
+                    self.committing = {}
+                raise VerdictCacheError(self.file.path, exc) from exc
+            with self.lock:
+                self.committing = {}
+                self.commits += 1
+                if not self.pending:
+                    self.failure = None
+
+    def _start_thread(self) -> None:
+        """Start the committing thread if it is not running (called holding ``lock``)."""
+        if self.thread is None or not self.thread.is_alive():
+            self.stop = False
+            self.thread = threading.Thread(target=self._run, name="tag-verdict-writes", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self.lock:
+                    while not self.stop and self.since is None:
+                        self.wake.wait()
+                    if self.stop or self.since is None:
+                        return
+                    delay = self.since + self.interval - time.monotonic()
+                    if delay > 0:
+                        self.wake.wait(delay)
+                        continue
+                try:
+                    self.flush()
+                except VerdictCacheError as exc:
+                    with self.lock:
+                        self.failure = exc
+        finally:
+            self.file.close()  # this thread's connection
+
+    def close(self) -> None:
+        """Commit what is pending and stop the committing thread."""
+        try:
+            self.flush()
+        finally:
+            with self.lock:
+                self.stop = True
+                self.wake.notify_all()
+                thread, self.thread = self.thread, None
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(5)
+
+
+def _close_quietly(writes: _Writes) -> None:
+    """Commit what a cache left pending when it is collected or the interpreter exits."""
+    with contextlib.suppress(Exception):
+        writes.close()
+
+
+_LIVE_OWNERS: set[str] = set()
+"""The claim owners of this process whose jobs are still running."""
+_HOST = socket.gethostname()
+
+
+def _alive(owner: str, created: float, now: float, ttl: float) -> bool:
+    """Whether the job that made a claim still runs: its process on this host, else younger than ``ttl``."""
+    host, _, rest = owner.partition(":")
+    pid_text, _, _token = rest.partition(":")
+    if host != _HOST or not pid_text.isdigit():
+        return now - created < ttl
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return owner in _LIVE_OWNERS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: it exists
+    return True
+
+
 class SQLiteVerdictCache:
     """A verdict cache in a SQLite file: survives restarts, shared by threads and processes.
 
-    Each call opens its own short transaction (WAL journal), so concurrent
-    readers and writers do not block each other for long.
+    Verdicts are written in transactions of several (WAL journal): a put waits
+    in memory until ``flush_every`` verdicts are pending or the oldest has
+    waited ``flush_interval`` seconds, then all are committed at once. The call
+    runner flushes at the end of every run (so whatever a finished ``match``
+    returned is on disk), and :meth:`close` does too; a process killed in the
+    middle of a job loses at most the verdicts not flushed yet. :meth:`get`
+    sees pending verdicts (this object's) and reads the file afresh each time
+    (other processes' verdicts, once committed).
+
+    A write that fails raises :class:`VerdictCacheError` (from :meth:`put`,
+    :meth:`flush` or :meth:`close`; a failed background commit from the next
+    :meth:`put`), naming the file.
 
     Args:
         path: The database file; created with its directory if missing.
         timeout: Seconds to wait for a lock held by another process.
+        flush_every: Most verdicts pending before they are committed (1: each put is committed at once).
+        flush_interval: Most seconds a verdict stays pending before a background thread commits it
+            (0: each put is committed at once).
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        timeout: float = 30.0,
+        flush_every: int = 64,
+        flush_interval: float = 0.2,
+    ) -> None:
+        if flush_every < 1:
+            raise ValueError(f"flush_every must be >= 1, got {flush_every}")
+        if flush_interval < 0:
+            raise ValueError(f"flush_interval must be >= 0, got {flush_interval}")
         self._file = SQLiteFile(
             path,
             "CREATE TABLE IF NOT EXISTS verdicts ("
@@ -150,17 +343,32 @@ class SQLiteVerdictCache:
             "created REAL NOT NULL)",
             timeout=timeout,
         )
+        with self._file.connection() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, created REAL NOT NULL)"
+            )
         self.path = self._file.path
+        self.flush_every = flush_every
+        self.flush_interval = flush_interval
+        self._writes = _Writes(self._file, flush_every, flush_interval)
+        weakref.finalize(self, _close_quietly, self._writes)
         self.hits = 0
         self.misses = 0
 
+    @property
+    def commits(self) -> int:
+        """Transactions that committed verdicts so far."""
+        return self._writes.commits
+
     def get(self, key: str) -> CachedVerdict | None:
-        """The verdict stored under ``key``, or ``None``."""
-        row = (
-            self._file.connection()
-            .execute("SELECT applies, probability, reply FROM verdicts WHERE key = ?", (key,))
-            .fetchone()
-        )
+        """The verdict stored under ``key`` (pending or committed, by any process), or ``None``."""
+        row = self._writes.get(key)
+        if row is None:
+            row = (
+                self._file.connection()
+                .execute("SELECT applies, probability, reply FROM verdicts WHERE key = ?", (key,))
+                .fetchone()
+            )
         if row is None:
             self.misses += 1
             return None
@@ -168,19 +376,142 @@ class SQLiteVerdictCache:
         return CachedVerdict(applies=bool(row[0]), probability=row[1], reply=row[2])
 
     def put(self, key: str, verdict: CachedVerdict) -> None:
-        """Store ``verdict`` under ``key`` (one short transaction)."""
-        with self._file.connection() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO verdicts (key, applies, probability, reply, created) VALUES (?, ?, ?, ?, ?)",
-                (key, int(verdict.applies), verdict.probability, verdict.reply, time.time()),
-            )
+        """Store ``verdict`` under ``key`` (committed with others: see the class).
+
+        Raises:
+            VerdictCacheError: When a commit failed (this one's or an earlier background one).
+        """
+        self._writes.put(key, (int(verdict.applies), verdict.probability, verdict.reply, time.time()))
+
+    def flush(self) -> None:
+        """Commit every pending verdict now.
+
+        Raises:
+            VerdictCacheError: When the commit fails (the verdicts stay pending).
+        """
+        self._writes.flush()
+
+    def claim(self, keys: Sequence[str], owner: str, *, ttl: float = 3600.0) -> list[str]:
+        """Claim the keys no verdict is stored under for ``owner``; return those another running job claimed.
+
+        Jobs sharing the file claim a pair before judging it, so none judges what
+        another is judging; a claim of a job that ended (its process is gone, or
+        on another host, older than ``ttl`` seconds) is taken over.
+
+        Args:
+            keys: The pairs' keys.
+            owner: The claiming job (:class:`Claims`).
+            ttl: Seconds a claim made on another host is trusted.
+        """
+        if not keys:
+            return []
+        with self._writes.lock:
+            pending = set(self._writes.pending) | set(self._writes.committing)
+        wanted = sorted(set(keys) - pending)
+        held: list[str] = []
+        now = time.time()
+        conn = self._file.connection()
+        try:
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                for start in range(0, len(wanted), 500):
+                    chunk = wanted[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    stored = {k for (k,) in conn.execute(f"SELECT key FROM verdicts WHERE key IN ({marks})", chunk)}
+                    claimed = {
+                        k: (o, c)
+                        for k, o, c in conn.execute(
+                            f"SELECT key, owner, created FROM claims WHERE key IN ({marks})", chunk
+                        )
+                    }
+                    free = []
+                    for key in chunk:
+                        if key in stored:
+                            continue
+                        other = claimed.get(key)
+                        if other is not None and other[0] != owner and _alive(other[0], other[1], now, ttl):
+                            held.append(key)
+                        elif other is None or other[0] != owner:
+                            free.append((key, owner, now))
+                    conn.executemany("INSERT OR REPLACE INTO claims (key, owner, created) VALUES (?, ?, ?)", free)
+        except sqlite3.Error as exc:
+            raise VerdictCacheError(self.path, exc) from exc
+        return held
+
+    def release(self, keys: Sequence[str], owner: str) -> None:
+        """Drop ``owner``'s claims on ``keys`` (on every key when ``keys`` is empty)."""
+        try:
+            with self._file.connection() as conn:
+                if keys:
+                    conn.executemany("DELETE FROM claims WHERE key = ? AND owner = ?", [(k, owner) for k in keys])
+                else:
+                    conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+        except sqlite3.Error as exc:
+            raise VerdictCacheError(self.path, exc) from exc
 
     def __len__(self) -> int:
+        self.flush()
         return int(self._file.connection().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
 
     def close(self) -> None:
-        """Close this thread's connection."""
-        self._file.close()
+        """Commit the pending verdicts, stop the committing thread, and close this thread's connection.
+
+        Raises:
+            VerdictCacheError: When the pending verdicts cannot be committed.
+        """
+        try:
+            self._writes.close()
+        finally:
+            self._file.close()
+
+
+class Claims:
+    """One job's claims on pairs of a shared :class:`SQLiteVerdictCache`, so two jobs never judge one pair twice.
+
+    Use it as a context manager: the job counts as running inside the block,
+    and its claims left over are dropped at the end.
+
+    Args:
+        cache: The shared cache.
+        poll: Seconds between two looks at pairs another job is judging.
+    """
+
+    def __init__(self, cache: SQLiteVerdictCache, *, poll: float = 0.05) -> None:
+        self.cache = cache
+        self.poll = poll
+        self.owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex}"
+
+    def __enter__(self) -> Claims:
+        _LIVE_OWNERS.add(self.owner)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _LIVE_OWNERS.discard(self.owner)
+        with contextlib.suppress(VerdictCacheError):
+            self.cache.release((), self.owner)
+
+    def take(self, keys: Sequence[str]) -> list[str]:
+        """Claim what is free of ``keys``; return the keys another running job is judging."""
+        return self.cache.claim(keys, self.owner)
+
+    def wait(self, keys: Sequence[str]) -> None:
+        """Claim ``keys``, waiting while another running job judges some of them (until stored or abandoned)."""
+        held = self.take(keys)
+        while held:
+            time.sleep(self.poll)
+            held = self.take(held)
+
+    async def await_(self, keys: Sequence[str]) -> None:
+        """Async twin of :meth:`wait`."""
+        held = self.take(keys)
+        while held:
+            await asyncio.sleep(self.poll)
+            held = self.take(held)
+
+    def release(self, keys: Sequence[str]) -> None:
+        """Drop the claims on ``keys`` (once their verdicts are committed, or their judging failed)."""
+        if keys:
+            self.cache.release(keys, self.owner)
 
 
 def _usable(p: object) -> bool:
@@ -210,8 +541,37 @@ class VerdictStore:
         return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
 
     def keep(self, key: str, verdict: Verdict, reply: str) -> None:
-        """Cache ``verdict`` (read from ``reply``) under ``key``."""
-        self.cache.put(key, CachedVerdict(verdict.applies, verdict.probability, reply))
+        """Cache ``verdict`` (read from ``reply``) under ``key``.
+
+        Raises:
+            VerdictCacheError: When the cache cannot keep it (naming the cache file).
+        """
+        try:
+            self.cache.put(key, CachedVerdict(verdict.applies, verdict.probability, reply))
+        except VerdictCacheError:
+            raise
+        except Exception as exc:
+            raise VerdictCacheError(self._where(), exc) from exc
+
+    def flush(self) -> None:
+        """Commit the verdicts the cache holds back (a :class:`SQLiteVerdictCache`'s pending writes).
+
+        Raises:
+            VerdictCacheError: When they cannot be committed.
+        """
+        flush = getattr(self.cache, "flush", None)
+        if not callable(flush):
+            return
+        try:
+            flush()
+        except VerdictCacheError:
+            raise
+        except Exception as exc:
+            raise VerdictCacheError(self._where(), exc) from exc
+
+    def _where(self) -> str | Path:
+        path = getattr(self.cache, "path", None)
+        return path if isinstance(path, str | Path) else type(self.cache).__name__
 
     def get(self, request: Request[Any]) -> Outcome[Any] | None:
         """The finished outcome cached for ``request``, or ``None`` (as :meth:`lookup`)."""

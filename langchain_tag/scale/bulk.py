@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -42,7 +43,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
-from langchain_tag.calls.verdict_cache import VerdictStore
+from langchain_tag.calls.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import TagError
 from langchain_tag.judging.cascade import CascadeResult
@@ -209,6 +210,9 @@ class _Job:
     to_judge: dict[str, int]
     """Input id -> its judgments the verdict cache lacked when the job started (only with a progress bar)."""
 
+    claims: Claims | None = None
+    """With a SQLite verdict cache: the pairs this job judges, so another job on the same file waits for them."""
+
     @classmethod
     def start(cls, retriever: Judged, items: Sequence[InputItem], *, all_pairs: bool, show: bool | None) -> _Job:
         rules = retriever_rules(retriever)
@@ -220,7 +224,31 @@ class _Job:
         total = len(items) * per_input
         cached = total - sum(to_judge.values()) if to_judge else 0
         progress = _Progress(total, show, cached=cached)
-        return cls(retriever, rules, per_input, all_pairs, progress, to_judge)
+        cache = retriever.judge.cache
+        claims = Claims(cache) if isinstance(cache, SQLiteVerdictCache) else None
+        return cls(retriever, rules, per_input, all_pairs, progress, to_judge, claims)
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """The job's lifetime: its claims count while it runs, and are dropped when it ends.
+
+        However it ends (an interrupt too), the verdicts the cache holds back are committed.
+        """
+        cache = self.retriever.judge.cache
+        store = VerdictStore(cache) if cache is not None else None
+        try:
+            with self.claims if self.claims is not None else contextlib.nullcontext():
+                yield
+        except BaseException:
+            if store is not None:
+                with contextlib.suppress(Exception):  # the error on its way out says more
+                    store.flush()
+            raise
+        else:
+            if store is not None:
+                store.flush()
+        finally:
+            self.progress.close()
 
     def recorder(self, item: InputItem) -> _PairRecorder:
         if item.id in self.to_judge:
@@ -236,21 +264,43 @@ class _Job:
             return _failure_record(item, self.rules, _one_line(outcome), all_pairs=self.all_pairs)
         return result_record(item, outcome, all_pairs=self.all_pairs)
 
+    def keys(self, item: InputItem) -> list[str]:
+        """The verdict cache keys of ``item``'s pairs (none to claim without claims or rules)."""
+        if self.claims is None or not self.rules:
+            return []
+        return [r.key for r in self.retriever.judge.requests(item.text, self.rules)]
+
     def run(self, item: InputItem) -> dict[str, Any]:
         recorder = self.recorder(item)
+        keys = self.keys(item)
         try:
+            if self.claims is not None:
+                self.claims.wait(keys)  # pairs another job is judging are read from the cache once it stored them
             outcome: MatchResult | BaseException = _combined(self.retriever.match(item.text, callbacks=[recorder]))
+        except VerdictCacheError:
+            raise  # the verdicts cannot be kept: the job stops, its output unwritten
         except TagError as exc:
             outcome = exc
+        finally:
+            if self.claims is not None:
+                self.claims.release(keys)
         return self.finish(item, outcome, recorder)
 
     async def arun(self, item: InputItem) -> dict[str, Any]:
         recorder = self.recorder(item)
+        keys = self.keys(item)
         try:
+            if self.claims is not None:
+                await self.claims.await_(keys)
             found = await self.retriever.amatch(item.text, callbacks=[recorder])
             outcome: MatchResult | BaseException = _combined(found)
+        except VerdictCacheError:
+            raise
         except TagError as exc:
             outcome = exc
+        finally:
+            if self.claims is not None:
+                self.claims.release(keys)
         return self.finish(item, outcome, recorder)
 
 
@@ -346,12 +396,10 @@ def _match_items(
 ) -> Iterator[dict[str, Any]]:
     job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
     width = _inputs_at_once(max_concurrency, retriever, job.per_input)
-    try:
+    with job.running():
         for done, record in enumerate(_run_in_order(items, job.run, width), start=1):
             job.progress.input_done(done, len(items))
             yield record
-    finally:
-        job.progress.close()
 
 
 def _run_in_order(
@@ -402,14 +450,12 @@ async def _amatch_items(
 ) -> AsyncIterator[dict[str, Any]]:
     job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
     width = _inputs_at_once(max_concurrency, retriever, job.per_input)
-    try:
+    with job.running():
         done = 0
         async for record in _arun_in_order(items, job.arun, width):
             done += 1
             job.progress.input_done(done, len(items))
             yield record
-    finally:
-        job.progress.close()
 
 
 async def _arun_in_order(items: Sequence[InputItem], run: Any, width: int) -> AsyncIterator[dict[str, Any]]:

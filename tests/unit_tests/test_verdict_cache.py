@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import re
+import sqlite3
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
 
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, model_identity
-from langchain_tag.calls.verdict_cache import CachedVerdict, InMemoryVerdictCache, SQLiteVerdictCache, verdict_key
+from langchain_tag.calls.verdict_cache import (
+    CachedVerdict,
+    InMemoryVerdictCache,
+    SQLiteVerdictCache,
+    VerdictCacheError,
+    verdict_key,
+)
+from langchain_tag.errors import TagError
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
@@ -179,3 +190,87 @@ def test_a_cached_probability_that_is_not_one_is_judged_again(rules: list[Rule])
         cache.put(key, CachedVerdict(True, float("nan"), "YES"))  # as an older reader stored it
     result = first.judge(QUERY, rules)
     assert judge.calls == 5 and result.cache_hits == 0 and [j.rule_id for j in result.matched] == ["R-004"]
+
+
+# --------------------------------------------------------------------------------------------- writing in transactions
+
+
+def counting_commits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every COMMIT the verdict caches' connections run from now on, through SQLite's trace callback."""
+    import langchain_tag.calls.sqlite_file as sqlite_file
+
+    commits: list[str] = []
+    connect = sqlite_file.sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None)
+        return conn
+
+    monkeypatch.setattr(sqlite_file.sqlite3, "connect", traced)
+    return commits
+
+
+def test_sqlite_cache_commits_many_verdicts_per_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "verdicts.sqlite"
+    cache = SQLiteVerdictCache(path, flush_interval=60)
+    commits = counting_commits(monkeypatch)
+    for i in range(200):
+        cache.put(f"k{i}", CachedVerdict(i % 2 == 0, i / 200, "YES"))
+        assert cache.get(f"k{i}") == CachedVerdict(i % 2 == 0, i / 200, "YES")  # pending puts are read back
+    assert len(commits) <= 4, f"{len(commits)} commits for 200 puts"  # 200 // 64 = 3 full transactions
+    cache.close()  # commits the rest
+    assert len(commits) <= 5
+    assert len(SQLiteVerdictCache(path)) == 200
+
+
+def test_sqlite_cache_commits_pending_verdicts_after_the_interval_and_at_the_end_of_a_judging(
+    tmp_path: Path, rules: list[Rule]
+) -> None:
+    path = tmp_path / "verdicts.sqlite"
+    cache = SQLiteVerdictCache(path, flush_every=1000, flush_interval=0.05)
+    cache.put("a", CachedVerdict(True, 0.9, "YES"))
+    other = SQLiteVerdictCache(path)  # another process's view: committed rows only
+    deadline = time.monotonic() + 5
+    while other.get("a") is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert other.get("a") == CachedVerdict(True, 0.9, "YES")
+    # A judging that returned has its verdicts on disk, whatever the interval.
+    slow = SQLiteVerdictCache(path, flush_every=1000, flush_interval=3600)
+    ChatJudge(fake_judge({"R-004"}), cache=slow).judge(QUERY, rules)
+    assert len(SQLiteVerdictCache(path, flush_interval=3600)) == 1 + len(rules)
+    with pytest.raises(ValueError, match="flush_every"):
+        SQLiteVerdictCache(path, flush_every=0)
+
+
+def test_a_verdict_cache_that_cannot_write_stops_the_judging_naming_its_file(tmp_path: Path, rules: list[Rule]) -> None:
+    path = tmp_path / "verdicts.sqlite"
+    cache = SQLiteVerdictCache(path, timeout=0.05)
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with pytest.raises(VerdictCacheError, match=re.escape(str(path))) as caught:
+            ChatJudge(fake_judge({"R-004"}), cache=cache).judge(QUERY, rules)
+        assert "database is locked" in str(caught.value) and isinstance(caught.value, TagError)
+    finally:
+        holder.rollback()
+        holder.close()
+    # The lock gone, the verdicts held back are committed.
+    cache.flush()
+    assert len(SQLiteVerdictCache(path)) == len(rules)
+
+
+class FullDisk(InMemoryVerdictCache):
+    """A cache whose every write fails as SQLite's on a full disk."""
+
+    path = Path("full.sqlite")
+
+    def put(self, key: str, verdict: CachedVerdict) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+def test_a_failing_put_is_raised_not_logged(rules: list[Rule]) -> None:
+    judge = fake_judge({"R-004"})
+    with pytest.raises(VerdictCacheError, match=r"full\.sqlite: database or disk is full"):
+        ChatJudge(judge, cache=FullDisk()).judge(QUERY, rules)
+    assert judge.calls == len(rules)  # the replies of the run came, none was asked twice
