@@ -455,3 +455,18 @@ def test_a_decision_model_is_refused_with_where_it_runs(rules: list[Rule]) -> No
     retriever = ApplicabilityRetriever(llm=Decisions(), rules=rules)
     with pytest.raises(ValueError, match="decision model judges each input in one request in process"):
         judge_with_ray(retriever, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL)
+
+
+def test_a_base_url_with_credentials_or_a_query_is_sent_to_as_the_in_process_client_does() -> None:
+    import base64
+
+    from langchain_tag.scale.ray_data.processor import chat_completions_request
+
+    url, headers = chat_completions_request("http://user:p%40ss@127.0.0.1:8080/v1/?api-key=s3", api_key="k")
+    assert url == "http://127.0.0.1:8080/v1/chat/completions?api-key=s3"
+    assert headers == {"Authorization": "Basic " + base64.b64encode(b"user:p@ss").decode()}
+    assert chat_completions_request("http://127.0.0.1:8080/v1", api_key="k") == (
+        "http://127.0.0.1:8080/v1/chat/completions",
+        {"Authorization": "Bearer k"},
+    )
+    assert chat_completions_request("http://h/v1/")[1] == {}

@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from langchain_tag.calls.faults import describe_error
 from langchain_tag.calls.identity import redact_url
@@ -21,7 +23,14 @@ from langchain_tag.scale.ray_data.requests import postprocess_row, preprocess_ro
 if TYPE_CHECKING:
     from ray.data.llm import Processor
 
-__all__ = ["EXTRA", "ReplySession", "build_judge_processor", "init_local_ray", "require_ray"]
+__all__ = [
+    "EXTRA",
+    "ReplySession",
+    "build_judge_processor",
+    "chat_completions_request",
+    "init_local_ray",
+    "require_ray",
+]
 
 EXTRA = "ray"
 
@@ -125,6 +134,27 @@ def init_local_ray(num_cpus: int | None = None, **kwargs: Any) -> None:
     ray.init(**options)
 
 
+def chat_completions_request(base_url: str, api_key: str | None = None) -> tuple[str, dict[str, str]]:
+    """The chat-completions URL of ``base_url`` and the headers to send, as the in-process client sends them.
+
+    ``/chat/completions`` is added to the path, before a query (``?api-key=...``,
+    ``?api-version=...``), which is kept. Credentials in the URL (``user:pass@``)
+    are moved to an ``Authorization: Basic`` header, as the in-process HTTP
+    client does with them (it replaces the bearer token); else ``api_key`` is
+    sent as ``Authorization: Bearer ...``.
+    """
+    parts = urlsplit(base_url)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, netloc = netloc.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urlunsplit((parts.scheme, netloc, path, parts.query, "")), headers
+
+
 def build_judge_processor(
     *,
     base_url: str,
@@ -145,7 +175,8 @@ def build_judge_processor(
     :data:`OUTPUT_COLUMNS`.
 
     Args:
-        base_url: The endpoint's base URL, ending in ``/v1`` (``/chat/completions`` is added).
+        base_url: The endpoint's base URL, ending in ``/v1`` (``/chat/completions`` is added; credentials
+            and a query in it are handled as the in-process client does: :func:`chat_completions_request`).
         model: The model name it serves.
         api_key: Sent as ``Authorization: Bearer ...`` when given.
         extra_body: More request body fields (``{"cache_prompt": True}`` for llama.cpp).
@@ -164,10 +195,10 @@ def build_judge_processor(
     require_ray()
     from ray.data.llm import HttpRequestProcessorConfig, build_processor
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    url, headers = chat_completions_request(base_url, api_key)
     config = HttpRequestProcessorConfig(
-        url=base_url.rstrip("/") + "/chat/completions",
-        headers=headers,
+        url=url,
+        headers=headers or None,
         qps=qps,
         max_retries=0,  # resends are whole passes of failed rows (judge_with_ray's max_attempts)
         batch_size=batch_size,
