@@ -1,4 +1,4 @@
-"""The LangGraph pipeline: (extract ->) retrieve -> execute.
+"""The LangGraph pipeline: (extract ->) retrieve -> execute (-> check -> execute ...).
 
 ``build_tag_graph`` compiles a ``StateGraph`` whose retrieve node runs one of
 five modes, so the method and its baselines run through the same graph:
@@ -15,6 +15,23 @@ The mode is fixed at build time and can be overridden per call, with
 state; either applies to that call only, also on a checkpointed thread.
 Judge runs are tagged ``tag_judge`` and ``nostream``, so their YES/NO tokens
 stay out of ``stream_mode="messages"``.
+
+Revise, then check (``check_rounds=N``, off by default): after each execute
+round a ``check`` node has the judge decide, for the revision, whether each
+rule the executor was given still holds (or each rule, with
+``check_all_rules=True``). The rules that still hold are ``remaining``; while
+some remain and fewer than ``1 + N`` execute rounds ran, a conditional edge
+sends the revision back to ``execute`` with just those rules, else to ``END``.
+The check uses the ``tag`` mode's judge (the configured
+:class:`~langchain_tag.retrievers.ApplicabilityRetriever`, its settings,
+calibration and verdict cache; or one built from ``judge_llm``). It runs in the
+``tag`` mode, and in the other modes only when the graph was given a judge
+(``retriever=`` an ``ApplicabilityRetriever``, or ``judge_llm=``): a baseline is
+never judged by the executor model standing in as a judge. ``relevance`` checks
+with the applicability question too. Without ``check_all_rules`` only rule
+units are checked, so ``similarity`` over source chunks and ``none`` check
+nothing. ``checked`` in the state says which rules the check judged (empty: no
+check ran).
 """
 
 from __future__ import annotations
@@ -22,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
+from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -34,7 +52,20 @@ from typing_extensions import TypedDict
 from langchain_tag.executors import ExecutorPrompt, UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.judging.chat import ChatRunnable
-from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
+from langchain_tag.judging.judge import Judge
+from langchain_tag.judging.results import MatchResult
+from langchain_tag.retrievers import (
+    FAILED_EVENT,
+    FAILED_KEY,
+    P_YES_KEY,
+    PREDICATE_KEY,
+    SCORE_KEY,
+    VERDICT_KEY,
+    AllRulesRetriever,
+    ApplicabilityRetriever,
+    RelevanceRetriever,
+    verdict_documents,
+)
 from langchain_tag.rules import Rule, rule_documents
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
@@ -52,9 +83,16 @@ class TagState(TypedDict, total=False):
             once used, so it does not carry over to the next call on a thread.
         rules: Rule documents for this call (defaults to the graph's, or those
             the extract node built).
-        retrieved: The documents given to the executor.
+        retrieved: The documents the retrieve node gave the executor (its first round).
         unit_kind: ``"rules"``, ``"chunks"`` or ``"none"``.
-        output: The executor's reply.
+        output: The executor's reply: the revision of its last round.
+        rounds: How many execute rounds ran in this call (1 without the check).
+        checked: The rule documents the check judges each revision against: the rules of ``retrieved``, or
+            every rule with ``check_all_rules``; empty when no check runs (``check_rounds=0``, a mode without
+            a judge, or no rules).
+        remaining: The rule documents of ``checked`` whose condition still holds for ``output`` (the last
+            round's revision), highest score first, with the check's verdict metadata (``tag_score``, ...);
+            empty when none does or no check ran.
     """
 
     input: str
@@ -63,6 +101,9 @@ class TagState(TypedDict, total=False):
     retrieved: list[Document]
     unit_kind: UnitKind
     output: str
+    rounds: int
+    checked: list[Document]
+    remaining: list[Document]
 
 
 def _check_input(state: TagState) -> None:
@@ -75,6 +116,23 @@ def _check_input(state: TagState) -> None:
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+
+
+_VERDICT_KEYS = (VERDICT_KEY, PREDICATE_KEY, SCORE_KEY, P_YES_KEY, FAILED_KEY)
+
+
+def _unjudged(doc: Document) -> Document:
+    """A copy of a rule document without the verdict keys a retrieval added."""
+    metadata = {key: value for key, value in doc.metadata.items() if key not in _VERDICT_KEYS}
+    return Document(page_content=doc.page_content, metadata=metadata, id=doc.id)
+
+
+def _failure_data(result: MatchResult) -> dict[str, Any]:
+    return {
+        "query": result.query,
+        "failed_rule_ids": [j.rule_id for j in result.failed],
+        "errors": {j.rule_id: j.error for j in result.failed},
+    }
 
 
 def _searchable(doc: Document) -> Document:
@@ -178,11 +236,14 @@ class _Pipeline:
         extractor: RuleDocumentTransformer | None,
         embeddings: Embeddings | None,
         k: int,
+        check_rounds: int = 0,
+        check_all_rules: bool = False,
     ) -> None:
         self.llm = llm
         self.template = retriever if isinstance(retriever, ApplicabilityRetriever) else None
         self.retriever = retriever
         self.unit_kind = unit_kind
+        self.judge_given = self.template is not None or judge_llm is not None
         self.judge_llm = judge_llm or (None if self.template is not None else llm)
         self.rules = list(rules) if rules is not None else None
         self.documents = list(documents or [])
@@ -191,8 +252,11 @@ class _Pipeline:
         self.embeddings = embeddings
         self.k = k
         self.executor = executor_chain(llm, executor=executor)
+        self.check_rounds = check_rounds
+        self.check_all_rules = check_all_rules
         self._similarity: tuple[BaseRetriever | None, UnitKind] | None = None
         self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
+        self._checker: ApplicabilityRetriever | None = None
 
     # -- extract
     def _extractor(self) -> RuleDocumentTransformer:
@@ -245,27 +309,95 @@ class _Pipeline:
         _check_mode(mode)
         return mode
 
+    def _all_rules(self, state: TagState) -> list[Document]:
+        given = state.get("rules")
+        if given:
+            return list(given)
+        if self.rules:
+            return list(self.rules)
+        return rule_documents(self.template.rules) if self.template is not None else []
+
+    def _retrieved(
+        self, state: TagState, mode: str, retriever: BaseRetriever | None, kind: UnitKind, docs: list[Document]
+    ) -> dict[str, Any]:
+        """The retrieve node's update: what the executor gets, and what the check will judge (a new call's loop)."""
+        checked: list[Document] = []
+        if self.check_rounds and (
+            self.judge_given or (mode == "tag" and isinstance(retriever, ApplicabilityRetriever))
+        ):
+            chosen = self._all_rules(state) if self.check_all_rules else (docs if kind == "rules" else [])
+            checked = [_unjudged(doc) for doc in chosen]
+        return {"retrieved": docs, "unit_kind": kind, "mode": None, "rounds": 0, "checked": checked, "remaining": []}
+
     def retrieve(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
         _check_input(state)
-        retriever, kind = self._retriever(self._mode(state, config), state)
+        mode = self._mode(state, config)
+        retriever, kind = self._retriever(mode, state)
         docs = retriever.invoke(state["input"], config) if retriever is not None else []
-        return {"retrieved": docs, "unit_kind": kind, "mode": None}
+        return self._retrieved(state, mode, retriever, kind, docs)
 
     async def aretrieve(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
         _check_input(state)
-        retriever, kind = self._retriever(self._mode(state, config), state)
+        mode = self._mode(state, config)
+        retriever, kind = self._retriever(mode, state)
         docs = await retriever.ainvoke(state["input"], config) if retriever is not None else []
-        return {"retrieved": docs, "unit_kind": kind, "mode": None}
+        return self._retrieved(state, mode, retriever, kind, docs)
 
     # -- execute
     def _payload(self, state: TagState) -> dict[str, Any]:
+        if state.get("rounds"):  # a later round: the last revision, with the rules it still breaks
+            return {"input": state["output"], "documents": state.get("remaining") or [], "unit_kind": "rules"}
         return {"input": state["input"], "documents": state.get("retrieved") or [], "unit_kind": state["unit_kind"]}
 
     def execute(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        return {"output": self.executor.invoke(self._payload(state), config)}
+        output = self.executor.invoke(self._payload(state), config)
+        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
 
     async def aexecute(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        return {"output": await self.executor.ainvoke(self._payload(state), config)}
+        output = await self.executor.ainvoke(self._payload(state), config)
+        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
+
+    # -- check
+    def _check_judge(self, rules: Sequence[Document]) -> Judge:
+        """The ``tag`` mode's judge: the configured retriever's, else that of the one built for the graph's rules."""
+        if self.template is not None:
+            return self.template.judge
+        built = self._built.get("tag")
+        if built is not None and isinstance(built[0], ApplicabilityRetriever):
+            return built[0].judge
+        if self._checker is None:
+            self._checker = _judged("tag", rules, None, self.judge_llm)
+        return self._checker.judge
+
+    def _remaining(self, checked: list[Document], result: MatchResult) -> dict[str, Any]:
+        by_id = {str(doc.metadata["rule_id"]): doc for doc in checked}
+        return {"remaining": verdict_documents(result, by_id)}
+
+    def check(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
+        checked = state.get("checked") or []
+        if not checked:
+            return {"remaining": []}
+        rules = [Rule.from_document(doc) for doc in checked]
+        result = self._check_judge(checked).judge(state["output"], rules, callbacks=config.get("callbacks"))
+        if result.failed:
+            dispatch_custom_event(FAILED_EVENT, _failure_data(result), config=config)
+        return self._remaining(checked, result)
+
+    async def acheck(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
+        checked = state.get("checked") or []
+        if not checked:
+            return {"remaining": []}
+        rules = [Rule.from_document(doc) for doc in checked]
+        result = await self._check_judge(checked).ajudge(state["output"], rules, callbacks=config.get("callbacks"))
+        if result.failed:
+            await adispatch_custom_event(FAILED_EVENT, _failure_data(result), config=config)
+        return self._remaining(checked, result)
+
+    def route(self, state: TagState) -> str:
+        """After a check: another execute round while rules remain and rounds are left, else the end."""
+        if state.get("remaining") and (state.get("rounds") or 1) <= self.check_rounds:
+            return "execute"
+        return END
 
 
 def build_tag_graph(
@@ -282,8 +414,10 @@ def build_tag_graph(
     k: int = 10,
     checkpointer: Any = None,
     unit_kind: UnitKind = "rules",
+    check_rounds: int = 0,
+    check_all_rules: bool = False,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Compile the extract -> retrieve -> execute graph.
+    """Compile the extract -> retrieve -> execute graph, with the revise-then-check loop when asked.
 
     Args:
         llm: Executor model (and extraction model unless ``extractor`` is given).
@@ -302,12 +436,24 @@ def build_tag_graph(
         k: Top-k of the similarity mode.
         checkpointer: Optional LangGraph checkpointer.
         unit_kind: What a retriever other than an ``ApplicabilityRetriever`` returns: ``"rules"`` or ``"chunks"``.
+        check_rounds: Extra execute rounds the check may ask for: after each round the judge checks the
+            revision, and while rules still hold the executor gets them and its revision again, at most this
+            many times. ``0`` (the default) adds no check node: the graph and its calls are those of
+            extract -> retrieve -> execute. ``1`` gives one more round. See the module docstring for the
+            modes that check.
+        check_all_rules: Check each revision against every rule, not only the rules given to the executor.
 
     Returns:
-        A compiled graph; ``graph.invoke({"input": ...})`` returns the state with ``output``, ``retrieved`` (what
-        the executor saw) and ``unit_kind``.
+        A compiled graph; ``graph.invoke({"input": ...})`` returns the state with ``output`` (the last
+        revision), ``retrieved`` (what the executor saw in its first round), ``unit_kind``, ``rounds`` (execute
+        rounds run), ``checked`` and ``remaining`` (the checked rules that still hold for ``output``).
+
+    Raises:
+        ValueError: On an unknown mode, a negative ``check_rounds``, or nothing to take rules from.
     """
     _check_mode(mode)
+    if isinstance(check_rounds, bool) or not isinstance(check_rounds, int) or check_rounds < 0:
+        raise ValueError(f"check_rounds must be a whole number >= 0, got {check_rounds!r}")
     if rules is None and isinstance(retriever, ApplicabilityRetriever):
         rules = rule_documents(retriever.rules)
     if rules is None and not documents and retriever is None:
@@ -324,6 +470,8 @@ def build_tag_graph(
         extractor=extractor,
         embeddings=embeddings,
         k=k,
+        check_rounds=check_rounds,
+        check_all_rules=check_all_rules,
     )
     graph = StateGraph(TagState)
     graph.add_node("retrieve", RunnableLambda(pipeline.retrieve, afunc=pipeline.aretrieve, name="retrieve"))
@@ -335,5 +483,10 @@ def build_tag_graph(
     else:
         graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "execute")
-    graph.add_edge("execute", END)
+    if check_rounds:
+        graph.add_node("check", RunnableLambda(pipeline.check, afunc=pipeline.acheck, name="check"))
+        graph.add_edge("execute", "check")
+        graph.add_conditional_edges("check", pipeline.route, {"execute": "execute", END: END})
+    else:
+        graph.add_edge("execute", END)
     return graph.compile(checkpointer=checkpointer)
