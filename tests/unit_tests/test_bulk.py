@@ -6,13 +6,14 @@ import asyncio
 import json
 import os
 import re
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCacheError
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.bulk import (
@@ -400,3 +401,65 @@ def test_async_twin_resumes_from_the_cache(tmp_path: Path, rules: list[Rule]) ->
     resumed = asyncio.run(run(llm))
     assert llm.calls == len(TEXTS) * len(rules) - len(killer.answered)
     assert resumed == list(match_corpus(TEXTS, retriever_for(scored_judge(), rules, InMemoryVerdictCache())))
+
+
+# --------------------------------------------------------------------------------------------- the verdicts file
+
+
+class FullDisk(InMemoryVerdictCache):
+    """A verdict cache whose every write fails as SQLite's on a full disk."""
+
+    path = Path("verdicts.sqlite")
+
+    def put(self, key: str, verdict: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_verdict_cache_that_cannot_write_stops_the_job_and_writes_no_output(
+    tmp_path: Path, rules: list[Rule], asynchronous: bool
+) -> None:
+    judge = scored_judge()
+    retriever = retriever_for(judge, rules, FullDisk())
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(VerdictCacheError, match=r"verdicts\.sqlite: database or disk is full"):
+        if asynchronous:
+            asyncio.run(awrite_results(amatch_corpus(TEXTS, retriever), out))
+        else:
+            write_results(match_corpus(TEXTS, retriever), out)
+    assert not out.exists() and list(tmp_path.glob(".*partial")) == []
+    assert judge.calls == len(rules)  # stopped after the first input, not after every judgment was paid for
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_two_jobs_on_one_verdicts_file_judge_each_pair_once(
+    tmp_path: Path, rules: list[Rule], asynchronous: bool
+) -> None:
+    texts = [f"def g{i}(x=[]):\n\treturn x  # input {i}" for i in range(12)]
+    verdicts = tmp_path / "verdicts.sqlite"
+    judges = [scored_judge(delay=0.02), scored_judge(delay=0.02)]
+    start = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def job(n: int) -> None:
+        try:
+            retriever = retriever_for(judges[n], rules, SQLiteVerdictCache(verdicts), calibration=None)
+            out = tmp_path / f"out{n}.jsonl"
+            start.wait()
+            if asynchronous:
+                asyncio.run(awrite_results(amatch_corpus(texts, retriever, max_concurrency=4), out))
+            else:
+                write_results(match_corpus(texts, retriever, max_concurrency=4), out)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    pairs = len(texts) * len(rules)
+    calls = judges[0].calls + judges[1].calls
+    assert pairs <= calls <= pairs + 2 * 4, f"{calls} calls for {pairs} pairs"
+    assert (tmp_path / "out0.jsonl").read_bytes() == (tmp_path / "out1.jsonl").read_bytes()
