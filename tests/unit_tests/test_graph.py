@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -9,7 +10,14 @@ from langchain_tag.graph import build_tag_graph, make_retriever
 from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
-from langchain_tag.testing import FakeChatModel, HashingEmbeddings, fake_extraction_reply, fake_judge, judged_rule_id
+from langchain_tag.testing import (
+    FakeChatModel,
+    HashingEmbeddings,
+    asks_negation,
+    fake_extraction_reply,
+    fake_judge,
+    judged_rule_id,
+)
 
 SOURCE = Document(
     page_content=(
@@ -254,3 +262,197 @@ def test_a_verdict_cache_given_to_the_graph_is_shared_by_its_judged_modes(rules:
     assert calls == len(rules) and judge.calls == calls  # the second graph read every verdict from the cache
     retriever, _ = make_retriever("relevance", retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=None))
     assert retriever.cache is None  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- revise, then check
+# A rule "holds" while the text contains its marker; the executor removes the markers of the rules it is given and
+# can fix, and leaves the others.
+MARKERS = {"R-001": "WILDCARD", "R-003": "TABBED", "R-004": "MUTABLE"}
+BROKEN = "x = 1  # WILDCARD TABBED"
+
+
+def _judged_input(prompt: str) -> str:
+    return prompt.split("INPUT:\n<<<\n", 1)[1].split("\n>>>", 1)[0]
+
+
+def _marker_judge(**kwargs: Any) -> FakeChatModel:
+    """A judge that says YES to a rule while the judged text contains the rule's marker."""
+
+    def respond(text: str) -> str:
+        rule_id = judged_rule_id(text)
+        if rule_id is None:
+            return "I cannot tell."
+        holds = rule_id in MARKERS and MARKERS[rule_id] in _judged_input(text)
+        return "YES" if holds != asks_negation(text) else "NO"
+
+    return FakeChatModel(respond=respond, **kwargs)
+
+
+def _given_rule_ids(prompt: str) -> list[str]:
+    return re.findall(r"^\[(R-\d+)\] ", prompt.split("INPUT:\n", 1)[0], re.MULTILINE)
+
+
+def _fixing_executor(fixes: set[str], *, introduces: dict[str, str] | None = None) -> FakeChatModel:
+    """Revises its input: the marker of each rule it is given and can fix is replaced (by ``introduces``' text)."""
+
+    def respond(text: str) -> str:
+        revision = text.split("INPUT:\n", 1)[1]
+        for rule_id in _given_rule_ids(text):
+            if rule_id in fixes:
+                revision = revision.replace(MARKERS[rule_id], (introduces or {}).get(rule_id, "ok"))
+        return revision
+
+    return FakeChatModel(respond=respond)
+
+
+def _ids(docs: list[Document]) -> list[str]:
+    return sorted(d.metadata["rule_id"] for d in docs)
+
+
+def test_a_revision_that_still_breaks_a_rule_gets_one_more_round_with_that_rule_only(rules: list[Rule]) -> None:
+    executor, judge = _fixing_executor({"R-001"}), _marker_judge()
+    graph = build_tag_graph(executor, judge_llm=judge, rules=rules, check_rounds=1)
+    out = graph.invoke({"input": BROKEN})
+    assert _ids(out["retrieved"]) == _ids(out["checked"]) == ["R-001", "R-003"]
+    assert out["rounds"] == 2 and executor.calls == 2  # exactly one more round
+    first, second = executor.prompts
+    assert _given_rule_ids(first) == ["R-001", "R-003"] or _given_rule_ids(first) == ["R-003", "R-001"]
+    assert _given_rule_ids(second) == ["R-003"]  # only the rule that still holds
+    assert "[R-001]" not in second and second.split("INPUT:\n", 1)[1] == "x = 1  # ok TABBED"  # the revision
+    assert _ids(out["remaining"]) == ["R-003"] and out["remaining"][0].metadata["tag_verdict"] == "YES"
+    assert out["output"] == "x = 1  # ok TABBED"
+    # the input against every rule, the first revision against the two (the second equals it: the cache answers)
+    assert judge.calls == len(rules) + 2
+
+
+def test_a_revision_that_fixes_every_rule_ends_after_one_round(rules: list[Rule]) -> None:
+    executor, judge = _fixing_executor({"R-001", "R-003"}), _marker_judge()
+    out = build_tag_graph(executor, judge_llm=judge, rules=rules, check_rounds=1).invoke({"input": BROKEN})
+    assert out["rounds"] == 1 and executor.calls == 1
+    assert _ids(out["checked"]) == ["R-001", "R-003"] and out["remaining"] == []
+    assert judge.calls == len(rules) + 2
+
+
+def test_the_loop_stops_at_the_configured_rounds(rules: list[Rule]) -> None:
+    executor, judge = _fixing_executor(set()), _marker_judge()
+    out = build_tag_graph(executor, judge_llm=judge, rules=rules, check_rounds=2).invoke({"input": BROKEN})
+    assert out["rounds"] == 3 and executor.calls == 3
+    assert _ids(out["remaining"]) == ["R-001", "R-003"]
+    assert judge.calls == len(rules)  # the revisions equal the input: the tag mode's verdict cache answers the checks
+
+
+def test_check_rounds_zero_runs_no_check(rules: list[Rule]) -> None:
+    executor, judge = _fixing_executor(set()), _marker_judge()
+    graph = build_tag_graph(executor, judge_llm=judge, rules=rules, check_rounds=0)
+    out = graph.invoke({"input": BROKEN})
+    assert judge.calls == len(rules) and executor.calls == 1
+    assert out["rounds"] == 1 and out["checked"] == [] and out["remaining"] == []
+    assert "check" not in graph.get_graph().nodes
+    default = build_tag_graph(_fixing_executor(set()), judge_llm=_marker_judge(), rules=rules)
+    assert "check" not in default.get_graph().nodes  # off unless asked for
+    with pytest.raises(ValueError, match="check_rounds"):
+        build_tag_graph(executor, judge_llm=judge, rules=rules, check_rounds=-1)
+
+
+def test_check_all_rules_catches_a_rule_the_revision_broke(rules: list[Rule]) -> None:
+    def run(**kwargs: Any) -> dict[str, Any]:
+        executor = _fixing_executor({"R-001"}, introduces={"R-001": "MUTABLE"})
+        return build_tag_graph(executor, judge_llm=_marker_judge(), rules=rules, check_rounds=1, **kwargs).invoke(
+            {"input": "x = 1  # WILDCARD"}
+        )
+
+    matched_only = run()
+    assert matched_only["rounds"] == 1 and _ids(matched_only["checked"]) == ["R-001"]
+    assert matched_only["remaining"] == []
+    every = run(check_all_rules=True)
+    assert len(every["checked"]) == len(rules) and every["rounds"] == 2
+    assert _ids(every["remaining"]) == ["R-004"]  # the executor cannot fix what it introduced
+
+
+def test_modes_without_a_judge_skip_the_check(rules: list[Rule]) -> None:
+    executor = _fixing_executor(set())
+    out = build_tag_graph(executor, rules=rules, mode="all_rules", check_rounds=1).invoke({"input": BROKEN})
+    assert out["checked"] == [] and out["rounds"] == 1 and executor.calls == 1  # the executor is not a judge
+    judge = _marker_judge()
+    given = build_tag_graph(_fixing_executor(set()), judge_llm=judge, rules=rules, mode="all_rules", check_rounds=1)
+    out = given.invoke({"input": BROKEN})
+    assert len(out["checked"]) == len(rules) and _ids(out["remaining"]) == ["R-001", "R-003"]
+    assert out["rounds"] == 2 and judge.calls == len(rules)  # the checks only (the second from the cache)
+
+
+def test_the_check_uses_the_configured_retrievers_judge(rules: list[Rule]) -> None:
+    from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
+
+    cache = InMemoryVerdictCache()
+    judge = _marker_judge()
+    retriever = ApplicabilityRetriever(llm=judge, rules=rules, cache=cache)
+    out = build_tag_graph(_fixing_executor({"R-001"}), retriever=retriever, check_rounds=1).invoke({"input": BROKEN})
+    assert _ids(out["remaining"]) == ["R-003"] and judge.calls == len(rules) + 2
+    again = build_tag_graph(_fixing_executor({"R-001"}), retriever=retriever, check_rounds=1)
+    assert _ids(again.invoke({"input": BROKEN})["remaining"]) == ["R-003"]
+    assert judge.calls == len(rules) + 2  # every check verdict came from the retriever's cache
+
+
+def test_streaming_yields_the_check_updates(rules: list[Rule]) -> None:
+    graph = build_tag_graph(_fixing_executor({"R-001"}), judge_llm=_marker_judge(), rules=rules, check_rounds=1)
+    updates = list(graph.stream({"input": BROKEN}, stream_mode="updates"))
+    assert [next(iter(u)) for u in updates] == ["retrieve", "execute", "check", "execute", "check"]
+    assert _ids(updates[2]["check"]["remaining"]) == ["R-003"] and updates[3]["execute"]["rounds"] == 2
+
+
+async def test_async_check_loop_gives_the_state_sync_gives(rules: list[Rule]) -> None:
+    def graph() -> Any:
+        return build_tag_graph(
+            _fixing_executor({"R-001"}), judge_llm=_marker_judge(delay=0.001), rules=rules, check_rounds=2
+        )
+
+    sync, async_ = graph().invoke({"input": BROKEN}), await graph().ainvoke({"input": BROKEN})
+    assert sync["output"] == async_["output"] and sync["rounds"] == async_["rounds"] == 3
+    for key in ("retrieved", "checked", "remaining"):
+        assert _ids(sync[key]) == _ids(async_[key])
+    updates = [next(iter(u)) async for u in graph().astream({"input": BROKEN}, stream_mode="updates")]
+    assert updates == ["retrieve", "execute", "check", "execute", "check", "execute", "check"]
+
+
+def test_the_drawing_shows_the_check_loop(rules: list[Rule]) -> None:
+    graph = build_tag_graph(_executor(), judge_llm=_marker_judge(), rules=rules, check_rounds=1)
+    drawn = graph.get_graph().draw_mermaid()
+    assert "check(check)" in drawn and "execute --> check;" in drawn
+    assert "check -.-> execute;" in drawn and "check -.-> __end__;" in drawn  # the conditional edge
+
+
+def test_a_new_call_on_a_thread_starts_its_own_rounds(rules: list[Rule]) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    executor = _fixing_executor({"R-001"})
+    graph = build_tag_graph(
+        executor, judge_llm=_marker_judge(), rules=rules, check_rounds=1, checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": "t1"}}
+    assert graph.invoke({"input": BROKEN}, thread)["rounds"] == 2
+    out = graph.invoke({"input": "y = 2  # WILDCARD"}, thread)
+    assert out["rounds"] == 1 and out["remaining"] == [] and out["output"] == "y = 2  # ok"
+    assert executor.prompts[-1].split("INPUT:\n", 1)[1] == "y = 2  # WILDCARD"
+
+
+def test_a_failed_check_judgment_is_reported_not_silent(rules: list[Rule]) -> None:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    events: list[tuple[str, Any]] = []
+
+    class Events(BaseCallbackHandler):
+        def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+            events.append((name, data))
+
+    marker = _marker_judge()
+
+    def respond(text: str) -> Any:
+        revised = judged_rule_id(text) == "R-003" and "ok" in _judged_input(text)
+        return "maybe?" if revised else marker.respond(text)
+
+    graph = build_tag_graph(
+        _fixing_executor({"R-001"}), judge_llm=FakeChatModel(respond=respond), rules=rules, check_rounds=1
+    )
+    out = graph.invoke({"input": BROKEN}, {"callbacks": [Events()]})
+    assert out["remaining"] == [] and out["rounds"] == 1  # counted as NO, as the retrieval does
+    assert [(name, data["failed_rule_ids"]) for name, data in events] == [("tag_judgments_failed", ["R-003"])]
