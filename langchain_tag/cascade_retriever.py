@@ -28,6 +28,7 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun, Callbacks
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from typing_extensions import Self, override
 
@@ -109,8 +110,14 @@ class CascadeRetriever(BaseRetriever):
     @property
     def judge(self) -> CascadeJudge:
         """The cascade's judge as the next call will use it: the two retrievers' judges and the band."""
+        return self._cascade_judge()
+
+    def _cascade_judge(self, threshold: float | None = None) -> CascadeJudge:
+        """The cascade's judge, its cheap judge deciding YES at ``threshold`` when given (one call's option)."""
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
         return CascadeJudge(
-            self.cheap.judge,
+            self.cheap.judge if threshold is None else self.cheap._judge(threshold=threshold),
             self.strong.judge,
             self.low,
             self.high,
@@ -171,10 +178,38 @@ class CascadeRetriever(BaseRetriever):
         return docs
 
     @override
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        """Retrieve the rules that apply to ``input``.
+
+        Args:
+            input: The query.
+            config: A runnable config.
+            **kwargs: Per-call options: ``k`` (cap on the documents) and ``threshold`` (the calibrated score
+                the cheap judge needs for YES on the pairs it decides; the band and the strong judge's own
+                threshold are unchanged).
+
+        Raises:
+            TypeError: For any other per-call option, naming the supported ones.
+        """
+        _check_options(kwargs)
+        return super().invoke(input, config, **kwargs)
+
+    @override
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        """Async twin of :meth:`invoke`."""
+        _check_options(kwargs)
+        return await super().ainvoke(input, config, **kwargs)
+
+    @override
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        threshold: float | None = None,
     ) -> list[Document]:
-        result = self._last_match = self.judge.route(
+        result = self._last_match = self._cascade_judge(threshold).route(
             query,
             self.cheap.rules_for(query),
             callbacks=run_manager.get_child("tag_cascade:cheap"),
@@ -186,9 +221,14 @@ class CascadeRetriever(BaseRetriever):
 
     @override
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        threshold: float | None = None,
     ) -> list[Document]:
-        result = self._last_match = await self.judge.aroute(
+        result = self._last_match = await self._cascade_judge(threshold).aroute(
             query,
             await self.cheap.arules_for(query),
             callbacks=run_manager.get_child("tag_cascade:cheap"),
@@ -197,6 +237,20 @@ class CascadeRetriever(BaseRetriever):
         if result.failed:
             await run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
         return self.documents(result, k=k)
+
+
+PER_CALL_OPTIONS = ("k", "threshold")
+"""The options ``CascadeRetriever.invoke`` takes per call."""
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - set(PER_CALL_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"CascadeRetriever.invoke got unsupported per-call option(s) {', '.join(unknown)}: it takes "
+            f"{' and '.join(PER_CALL_OPTIONS)} per call (set max_concurrency, calibration and the rest on the "
+            "cheap and strong retrievers, the band on the cascade)"
+        )
 
 
 def _failure_event(result: CascadeResult) -> dict[str, Any]:

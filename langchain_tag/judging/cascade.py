@@ -38,9 +38,9 @@ strong retriever a calibration without that step (for example one fitted with
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 
@@ -103,8 +103,8 @@ class Band:
 
 
 def cascade_decisions(
-    cheap_scores: Sequence[float | None],
-    strong_verdicts: Sequence[bool],
+    cheap_scores: Iterable[float | None] | Iterable[Any],
+    strong_verdicts: Iterable[bool] | Iterable[Any],
     *,
     threshold: float,
     low: float,
@@ -116,7 +116,8 @@ def cascade_decisions(
     other pair is decided by the cheap judge: YES when its score reaches ``threshold``.
 
     Args:
-        cheap_scores: The cheap judge's calibrated score per pair.
+        cheap_scores: The cheap judge's calibrated score per pair (a list, a numpy array, a pandas Series;
+            ``None`` or NaN: not scored).
         strong_verdicts: The strong judge's decision per pair, in the same order.
         threshold: The cheap judge's decision threshold.
         low: The band's lower bound.
@@ -128,7 +129,7 @@ def cascade_decisions(
     Raises:
         ValueError: When the two sequences differ in length, or ``low > high``.
     """
-    _check_pairs(cheap_scores, strong_verdicts)
+    cheap_scores, strong_verdicts = _paired(cheap_scores, strong_verdicts)
     if low > high:
         raise ValueError(f"the band's low bound {low} is above its high bound {high}")
     sent = [s is None or low <= s <= high for s in cheap_scores]
@@ -139,16 +140,21 @@ def cascade_decisions(
     return decisions, sent
 
 
-def _check_pairs(cheap_scores: Sequence[float | None], strong_verdicts: Sequence[bool]) -> None:
-    if len(cheap_scores) != len(strong_verdicts):
-        raise ValueError(
-            f"cheap_scores and strong_verdicts must be paired: got {len(cheap_scores)} and {len(strong_verdicts)}"
-        )
+def _paired(cheap_scores: Iterable[Any], strong_verdicts: Iterable[Any]) -> tuple[list[float | None], list[bool]]:
+    """The scores as floats (``None`` for an unscored pair: ``None`` or NaN) and the verdicts as bools, paired.
+
+    Any iterable works (a list, a numpy array, a pandas Series); nothing of numpy or pandas is imported.
+    """
+    scores = [None if s is None or (f := float(s)) != f else f for s in cheap_scores]
+    verdicts = [bool(v) for v in strong_verdicts]
+    if len(scores) != len(verdicts):
+        raise ValueError(f"cheap_scores and strong_verdicts must be paired: got {len(scores)} and {len(verdicts)}")
+    return scores, verdicts
 
 
 def choose_band(
-    cheap_scores: Sequence[float | None],
-    strong_verdicts: Sequence[bool],
+    cheap_scores: Iterable[float | None] | Iterable[Any],
+    strong_verdicts: Iterable[bool] | Iterable[Any],
     *,
     threshold: float,
     target_agreement: float = 0.95,
@@ -164,7 +170,8 @@ def choose_band(
     judge and count in its share. The band ``[0, 1]`` always reaches the target, so there is always an answer.
 
     Args:
-        cheap_scores: The cheap judge's calibrated score per development pair (``None``: not scored).
+        cheap_scores: The cheap judge's calibrated score per development pair (a list, a numpy array, a pandas
+            Series; ``None`` or NaN: not scored).
         strong_verdicts: The strong judge's decision per pair, in the same order.
         threshold: The cheap judge's decision threshold (``retriever.judge.decision_threshold``).
         target_agreement: Least share of pairs on which the cascade must agree with the strong judge alone,
@@ -176,7 +183,7 @@ def choose_band(
     Raises:
         ValueError: On no pairs, unpaired inputs, or a target or threshold outside ``[0, 1]``.
     """
-    _check_pairs(cheap_scores, strong_verdicts)
+    cheap_scores, strong_verdicts = _paired(cheap_scores, strong_verdicts)
     if not cheap_scores:
         raise ValueError("choose_band needs at least one development pair")
     if not 0.0 <= target_agreement <= 1.0:

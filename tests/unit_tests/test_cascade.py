@@ -290,3 +290,55 @@ def test_the_cascade_judge_speaks_the_judge_protocol(rules: list[Rule]) -> None:
     assert [r.rule_id for r in judge.requests("q", retriever.cheap.rules_for("q"))] == sorted(CHEAP_P)
     with pytest.raises(ValueError, match="band"):
         CascadeJudge(retriever.cheap.judge, retriever.strong.judge, 0.6, 0.4)
+
+
+# --------------------------------------------------------------------------
+# Arrays and Series for choose_band; per-call options of the retriever.
+# --------------------------------------------------------------------------
+def test_choose_band_and_cascade_decisions_take_numpy_arrays_and_pandas_series() -> None:
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    scores = [0.05, 0.2, 0.4, 0.45, 0.55, 0.6, 0.8, 0.95]
+    strong = [False, False, True, False, False, True, True, True]
+    expected = choose_band(scores, strong, threshold=0.5, target_agreement=1.0)
+    assert choose_band(np.asarray(scores), np.asarray(strong), threshold=0.5, target_agreement=1.0) == expected
+    assert choose_band(pd.Series(scores), pd.Series(strong), threshold=0.5, target_agreement=1.0) == expected
+    frame = pd.DataFrame({"cheap": scores, "strong": strong})
+    assert choose_band(frame["cheap"], frame["strong"], threshold=0.5, target_agreement=1.0) == expected
+    # A missing score (None in a list, NaN in an array or Series) is an unscored pair.
+    with_gap = pd.Series([None, 0.9, 0.1], dtype="float64")
+    band = choose_band(with_gap, np.asarray([True, True, False]), threshold=0.5, target_agreement=1.0)
+    assert band == choose_band([None, 0.9, 0.1], [True, True, False], threshold=0.5, target_agreement=1.0)
+    decisions, sent = cascade_decisions(
+        np.asarray([0.9, 0.55, 0.45, 0.1, np.nan]), pd.Series([False, False, True, True, True]),
+        threshold=0.5, low=0.4, high=0.6,
+    )  # fmt: skip
+    assert sent == [False, True, True, False, True]
+    assert decisions == [True, False, True, False, True]
+    with pytest.raises(ValueError, match="paired"):
+        choose_band(np.asarray([0.1, 0.2]), np.asarray([True]), threshold=0.5)
+    with pytest.raises(ValueError, match="at least one"):
+        choose_band(np.asarray([]), np.asarray([]), threshold=0.5)
+
+
+def test_per_call_threshold_applies_to_the_cheap_judges_decisions(rules: list[Rule]) -> None:
+    retriever = _cascade(rules)
+    # 0.95 and 0.6 lie outside the band: at 0.99 the cheap judge says NO to both; the band's
+    # pairs still go to the strong judge, which keeps its own threshold.
+    docs = retriever.invoke("q", threshold=0.99)
+    assert [(d.id, d.metadata[JUDGE_KEY]) for d in docs] == [("R-003", "strong")]
+    assert retriever.last_match is not None and retriever.last_match.sent == ["R-002", "R-003"]
+    assert [d.id for d in asyncio.run(retriever.ainvoke("q", threshold=0.99))] == ["R-003"]
+    assert [d.id for d in retriever.invoke("q", threshold=0.99, k=0)] == []
+    # The option is one call's: the next call decides at the cheap judge's own threshold again.
+    assert [d.id for d in retriever.invoke("q")] == ["R-001", "R-003", "R-005"]
+    with pytest.raises(ValueError, match=r"threshold must be within \[0, 1\]"):
+        retriever.invoke("q", threshold=1.5)
+
+
+def test_unsupported_per_call_options_are_refused_naming_the_supported_ones(rules: list[Rule]) -> None:
+    retriever = _cascade(rules)
+    with pytest.raises(TypeError, match=r"unsupported per-call option.*low.*takes k and threshold"):
+        retriever.invoke("q", low=0.1)
+    with pytest.raises(TypeError, match="takes k and threshold"):
+        asyncio.run(retriever.ainvoke("q", calibration=None))
