@@ -1,0 +1,263 @@
+"""The bulk job's pace against a bare HTTP client, on an OpenAI-compatible endpoint that answers at once.
+
+One run, side by side, on the same instant endpoint (an aiohttp server on
+127.0.0.1 in its own process, answering YES/NO with logprobs):
+
+1. a bare client: ``httpx.AsyncClient`` posting the judge's own request bodies,
+   ``--max-concurrency`` at a time (no package code between requests): the pace
+   the job is measured against;
+2. the default bulk job through ``ChatOpenAI``: :func:`~langchain_tag.scale.bulk.match_corpus`
+   (sync) and :func:`~langchain_tag.scale.bulk.amatch_corpus` (async) with a fresh
+   :class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache`;
+3. the same two without a verdict cache.
+
+Each row prints judgments per second, its ratio to the bare client, and the
+most requests the server saw in flight at once (against ``--max-concurrency``).
+
+Usage::
+
+    python -m langchain_tag_bench.pace --inputs 200 --rules 30 --max-concurrency 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_tag_bench.overhead import _answers_yes, rules
+
+__all__ = ["Row", "main", "run"]
+
+
+def _serve(port_out: Any) -> None:
+    """The instant endpoint, counting requests in flight (``GET /stats``, ``POST /reset``)."""
+    from aiohttp import web
+
+    state = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
+
+    async def complete(request: web.Request) -> web.Response:
+        state["in_flight"] += 1
+        state["requests"] += 1
+        state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
+        try:
+            body = await request.json()
+            prompt = body["messages"][-1]["content"]
+            word = "YES" if _answers_yes(prompt) else "NO"
+            other = "NO" if word == "YES" else "YES"
+            top = [{"token": word, "logprob": -0.05}, {"token": other, "logprob": -3.0}]
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": word},
+                "logprobs": {"content": [{"token": word, "logprob": -0.05, "top_logprobs": top}]},
+                "finish_reason": "length",
+            }
+            usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 1, "total_tokens": len(prompt) // 4 + 1}
+            reply = {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model", "instant")}
+            return web.json_response({**reply, "choices": [choice], "usage": usage})
+        finally:
+            state["in_flight"] -= 1
+
+    async def stats(request: web.Request) -> web.Response:
+        return web.json_response(state)
+
+    async def reset(request: web.Request) -> web.Response:
+        state.update(max_in_flight=0, requests=0)
+        return web.json_response(state)
+
+    async def start() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", complete)
+        app.router.add_get("/stats", stats)
+        app.router.add_post("/reset", reset)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port_out.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        await asyncio.Event().wait()
+
+    asyncio.run(start())
+
+
+class CountingEndpoint:
+    """The instant endpoint in a process of its own, with its in-flight counter."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        ports = context.Queue()
+        self._process = context.Process(target=_serve, args=(ports,), daemon=True)
+        self._process.start()
+        self.port = int(ports.get(timeout=60))
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self, *, reset: bool = False) -> dict[str, int]:
+        """Requests served and the most in flight at once (since the last reset)."""
+        import httpx
+
+        url = f"http://127.0.0.1:{self.port}/" + ("reset" if reset else "stats")
+        response = httpx.post(url) if reset else httpx.get(url)
+        return dict(response.json())
+
+    def close(self) -> None:
+        """Stop the endpoint."""
+        self._process.terminate()
+        self._process.join(5)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One way of doing the job."""
+
+    name: str
+    judgments: int
+    seconds: float
+    max_in_flight: int
+    requests: int
+
+    @property
+    def per_second(self) -> float:
+        """Judgments per second."""
+        return self.judgments / self.seconds if self.seconds > 0 else 0.0
+
+
+def _retriever(base_url: str, rule_set: Sequence[Any], cache: Any, max_concurrency: int) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    from langchain_tag.retrievers import ApplicabilityRetriever
+
+    llm = ChatOpenAI(model="instant", base_url=base_url, api_key="none", max_retries=0)  # type: ignore[arg-type]
+    return ApplicabilityRetriever(
+        llm=llm, rules=list(rule_set), cache=cache, calibration=None, max_concurrency=max_concurrency
+    )
+
+
+def _bodies(retriever: Any, inputs: Sequence[str], rule_set: Sequence[Any]) -> list[dict[str, Any]]:
+    """The request bodies the judge sends, as the Ray path renders them (same messages, logprobs, token cap)."""
+    from langchain_tag.scale.ray_data import chat_request_body
+    from langchain_tag.scale.ray_data.job import judge_endpoint
+
+    endpoint = judge_endpoint(retriever, base_url=None, model=None, api_key=None, extra_body=None)
+    return [
+        chat_request_body(r.to_dict(), model=endpoint["model"], extra_body=endpoint["extra_body"])
+        for q in inputs
+        for r in retriever.judge.requests(q, list(rule_set))
+    ]
+
+
+async def _bare(url: str, bodies: Sequence[dict[str, Any]], max_concurrency: int) -> None:
+    import httpx
+
+    gate = asyncio.Semaphore(max_concurrency)
+    limits = httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as client:
+
+        async def post(body: dict[str, Any]) -> None:
+            async with gate:
+                (await client.post(url, json=body, headers={"Authorization": "Bearer none"})).raise_for_status()
+
+        await asyncio.gather(*(post(b) for b in bodies))
+
+
+def _job(texts: Sequence[str], retriever: Any, asynchronous: bool) -> Callable[[], Any]:
+    """The bulk job over ``texts``, every result drained (sync, or async on a new event loop)."""
+    from langchain_tag.scale.bulk import amatch_corpus, match_corpus
+
+    async def drain() -> None:
+        async for _ in amatch_corpus(texts, retriever, show_progress=False):
+            pass
+
+    if asynchronous:
+        return lambda: asyncio.run(drain())
+    return lambda: list(match_corpus(texts, retriever, show_progress=False))
+
+
+def _timed(name: str, endpoint: CountingEndpoint, judgments: int, work: Callable[[], Any]) -> Row:
+    endpoint.stats(reset=True)
+    started = time.perf_counter()
+    work()
+    seconds = time.perf_counter() - started
+    stats = endpoint.stats()
+    return Row(name, judgments, seconds, stats["max_in_flight"], stats["requests"])
+
+
+def run(inputs: int, rule_count: int, max_concurrency: int, workdir: Path) -> list[Row]:
+    """Time every row once on a fresh endpoint; return the rows."""
+    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+    from langchain_tag.scale.bulk import match_corpus
+
+    rule_set = rules(rule_count)
+    texts = [f"x_{i} = compute(token_{i % rule_count})  # input {i}" for i in range(inputs)]
+    judgments = inputs * rule_count
+    endpoint = CountingEndpoint()
+    rows: list[Row] = []
+    try:
+        base = endpoint.base_url
+        # Warm-up: imports, the client's first connection, the endpoint's first request.
+        list(match_corpus(texts[:1], _retriever(base, rule_set[:2], None, max_concurrency), show_progress=False))
+        bodies = _bodies(_retriever(base, rule_set, None, max_concurrency), texts, rule_set)
+        url = base + "/chat/completions"
+        rows.append(
+            _timed(
+                "bare client (httpx.AsyncClient)",
+                endpoint,
+                judgments,
+                lambda: asyncio.run(_bare(url, bodies, max_concurrency)),
+            )
+        )
+
+        for cached in (True, False):
+            label = "SQLite cache" if cached else "no cache"
+            for asynchronous in (False, True):
+                tag = f"{'async' if asynchronous else 'sync'}"
+                cache = SQLiteVerdictCache(workdir / f"{tag}.sqlite") if cached else None
+                retriever = _retriever(base, rule_set, cache, max_concurrency)
+                name = f"{'amatch_corpus' if asynchronous else 'match_corpus'}, {label}"
+                rows.append(_timed(name, endpoint, judgments, _job(texts, retriever, asynchronous)))
+    finally:
+        endpoint.close()
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the rows as a table, then as JSON."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--inputs", type=int, default=200)
+    parser.add_argument("--rules", type=int, default=30)
+    parser.add_argument("--max-concurrency", type=int, default=16)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="tag-pace-") as workdir:
+        rows = run(args.inputs, args.rules, args.max_concurrency, Path(workdir))
+    bare = rows[0].per_second
+    print(
+        f"# {args.inputs} inputs x {args.rules} rules, max_concurrency {args.max_concurrency}, "
+        f"{os.cpu_count()} cores, instant endpoint on 127.0.0.1"
+    )
+    print("| way | judgments | seconds | judgments/s | x bare client | max in flight (cap) | requests |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        ratio = row.per_second / bare if bare > 0 else 0.0
+        print(
+            f"| {row.name} | {row.judgments} | {row.seconds:.2f} | {row.per_second:.0f} | {ratio:.2f}x "
+            f"| {row.max_in_flight} ({args.max_concurrency}) | {row.requests} |"
+        )
+    summary = {r.name: {"per_second": round(r.per_second, 1), "max_in_flight": r.max_in_flight} for r in rows}
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
