@@ -1,13 +1,22 @@
 """The demo: TAG next to vector-store similarity on a short code review policy.
 
-It extracts rules from a one-page policy shipped with the package, then for a
-few code snippets prints the rules TAG matched (with P(YES) where the model
-gives logprobs) beside the chunks Chroma similarity top-k would have given,
-and the code the executor wrote from the matched rules.
+It takes the rules of a one-page policy shipped with the package (extracted
+from it beforehand by the package's own extraction on the embedded model, and
+shipped with the reference judgments the default calibration needs, so a first
+run pays for neither; ``langchain-tag demo --extract`` extracts them live), then
+for a few code snippets prints the rules TAG matched (with P(YES) where the
+model gives logprobs) beside the chunks Chroma similarity top-k would have
+given, and the code the executor wrote from the matched rules.
+
+The shipped rules are regenerated with ``python -m langchain_tag.cli.demo``
+(the embedded model, about two minutes), whenever the extraction prompts, the
+judge prompt or the embedded model change; a unit test fails until they are.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import textwrap
 import time
@@ -20,21 +29,25 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
-from langchain_tag.executors import executor_chain
+from langchain_tag.calls.verdict_cache import CachedVerdict, InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 from langchain_tag.extraction import RuleDocumentTransformer
+from langchain_tag.extraction.prompts import PHASE_PROMPT_VERSIONS
+from langchain_tag.graph import build_tag_graph
 from langchain_tag.integrations.similarity import similarity_retriever
 from langchain_tag.retrievers import ApplicabilityRetriever
-from langchain_tag.rules import Rule
+from langchain_tag.rules import Rule, load_rules, save_rules
 
 __all__ = [
     "DEMO_INPUTS",
     "DemoRow",
+    "ShippedDemo",
     "demo_policy",
     "demo_transformer",
     "describe_calibration",
+    "load_shipped_demo",
     "render_row",
     "run_demo",
+    "write_shipped_demo",
 ]
 
 DEMO_DOMAIN = "Python code review policy"
@@ -56,6 +69,9 @@ class DemoRow:
     near_misses: list[tuple[str, float]] = field(default_factory=list)
     similar: list[tuple[str, str]] = field(default_factory=list)
     output: str = ""
+    remaining: list[tuple[str, float | None]] = field(default_factory=list)
+    rounds: int = 1
+    checked: int = 0
     judgments: int = 0
     failed: int = 0
     seconds_match: float = 0.0
@@ -66,6 +82,93 @@ def demo_policy() -> Document:
     """The example policy shipped with the package."""
     text = resources.files("langchain_tag").joinpath("data/demo_policy.md").read_text(encoding="utf-8")
     return Document(page_content=text, id="demo_policy.md", metadata={"source": "demo_policy.md"})
+
+
+SHIPPED_RULES = "demo_rules.jsonl"
+"""The demo policy's rules, as the package's extraction wrote them (package data)."""
+SHIPPED_PROVENANCE = "demo_rules.json"
+"""What made the shipped rules (model, extraction prompt versions, judge prompt) and the reference verdicts."""
+
+
+@dataclass
+class ShippedDemo:
+    """The demo's shipped rules and what came with them.
+
+    Attributes:
+        rules: The rules extracted from the demo policy.
+        model: The identity of the model that extracted them and made the reference judgments.
+        extraction_prompts: The extraction prompt version of each phase, as ``{"1": ..., ...}``.
+        judge_prompt: The judge prompt's scoring version of the reference judgments.
+        references: The default calibration's reference judgments of these rules, by verdict-cache key.
+    """
+
+    rules: list[Rule]
+    model: str
+    extraction_prompts: dict[str, str]
+    judge_prompt: str
+    references: dict[str, CachedVerdict]
+
+    def preload(self, cache: VerdictCache) -> int:
+        """Put the reference verdicts the cache lacks into it; return how many were put."""
+        missing = [(key, verdict) for key, verdict in self.references.items() if cache.get(key) is None]
+        for key, verdict in missing:
+            cache.put(key, verdict)
+        return len(missing)
+
+
+def _data_dir() -> Path:
+    return Path(str(resources.files("langchain_tag").joinpath("data")))
+
+
+def load_shipped_demo(data_dir: Path | None = None) -> ShippedDemo:
+    """The shipped demo rules, their provenance and reference verdicts (from the package's data)."""
+    folder = data_dir or _data_dir()
+    about = json.loads((folder / SHIPPED_PROVENANCE).read_text(encoding="utf-8"))
+    return ShippedDemo(
+        rules=load_rules(folder / SHIPPED_RULES),
+        model=about["model"],
+        extraction_prompts=dict(about["extraction_prompts"]),
+        judge_prompt=about["judge_prompt"],
+        references={key: CachedVerdict(**value) for key, value in about["references"].items()},
+    )
+
+
+def write_shipped_demo(extractor: BaseChatModel, judge: BaseChatModel, data_dir: Path, *, log: TextIO) -> ShippedDemo:
+    """Extract the demo policy's rules and make their reference judgments; write both into ``data_dir``.
+
+    Args:
+        extractor: The extraction model (the embedded model, as the demo's first run uses it).
+        judge: The judge model of the demo.
+        data_dir: Where the shipped files go (the package's ``data`` folder).
+        log: Stream for progress lines.
+    """
+    start = time.perf_counter()
+    rules = _rules(extractor, demo_policy(), None, log, start)
+    cache = InMemoryVerdictCache(max_size=None)
+    retriever = ApplicabilityRetriever(llm=judge, rules=rules, max_concurrency=1, cache=cache)
+    wanted = {r.key for r in retriever.judge.reference_requests(rules)}
+    _log(log, start, f"making the calibration's {len(wanted)} reference judgments")
+    retriever.match(DEMO_INPUTS[0])
+    references = {key: cache.get(key) for key in sorted(wanted)}
+    shipped = ShippedDemo(
+        rules=rules,
+        model=retriever.judge.model_identity,
+        extraction_prompts={str(phase): version for phase, version in PHASE_PROMPT_VERSIONS.items()},
+        judge_prompt=retriever.judge.scoring_version,
+        references={key: verdict for key, verdict in references.items() if verdict is not None},
+    )
+    save_rules(rules, data_dir / SHIPPED_RULES)
+    about = {
+        "about": "The demo policy's rules as the package's extraction wrote them, with the default calibration's "
+        "reference judgments of them; regenerate with: python -m langchain_tag.cli.demo",
+        "model": shipped.model,
+        "extraction_prompts": shipped.extraction_prompts,
+        "judge_prompt": shipped.judge_prompt,
+        "references": {key: dataclasses.asdict(v) for key, v in shipped.references.items()},
+    }
+    (data_dir / SHIPPED_PROVENANCE).write_text(json.dumps(about, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    _log(log, start, f"wrote {len(rules)} rules and {len(shipped.references)} reference verdicts to {data_dir}")
+    return shipped
 
 
 def demo_transformer(extractor: BaseChatModel, *, store: str | Path | None = None) -> RuleDocumentTransformer:
@@ -102,6 +205,8 @@ def run_demo(
     k: int = 2,
     store: Path | None = None,
     verdicts: Path | None = None,
+    shipped: ShippedDemo | None = None,
+    check_rounds: int = 1,
     out: TextIO = sys.stdout,
     log: TextIO = sys.stderr,
 ) -> list[DemoRow]:
@@ -120,6 +225,10 @@ def run_demo(
         verdicts: A SQLite verdict cache, so a later run makes no judgment
             it made before, the calibration's reference judgments included
             (None: judgments are kept in memory for this run only).
+        shipped: The shipped rules and reference verdicts (:func:`load_shipped_demo`): used instead of
+            extracting (``extractor`` is then not called); None extracts live.
+        check_rounds: After the revision, the judge checks it against the matched rules; while some still
+            hold, the executor gets this many more rounds with just those (0: no check).
         out: Stream for the comparison.
         log: Stream for progress lines.
 
@@ -128,15 +237,28 @@ def run_demo(
     """
     start = time.perf_counter()
     policy = demo_policy()
-    rules = _rules(extractor, policy, store, log, start)
+    cache: VerdictCache = SQLiteVerdictCache(verdicts) if verdicts is not None else InMemoryVerdictCache()
+    if shipped is not None:
+        rules = shipped.rules
+        shipped.preload(cache)
+        _log(
+            log,
+            start,
+            f"using the {len(rules)} rules shipped with the package (extracted from the demo policy by "
+            f"{shipped.model}, prompts {shipped.extraction_prompts.get('1', '?')}; --extract extracts them live)",
+        )
+    else:
+        rules = _rules(extractor, policy, store, log, start)
     if not rules:
         raise RuntimeError("no rules were extracted from the demo policy; run with --refresh or --debug to see why")
-    cache = SQLiteVerdictCache(verdicts) if verdicts is not None else InMemoryVerdictCache()
     retriever = ApplicabilityRetriever(llm=judge, rules=rules, max_concurrency=1, cache=cache)
     _log(log, start, describe_calibration(retriever))
     _log(log, start, f"indexing the policy in Chroma ({k} most similar 500-character chunks per input)")
     similar = similarity_retriever([policy], embeddings, k=k)
-    chain = executor_chain(executor, executor="code_review")
+    graph = build_tag_graph(
+        executor, retriever=retriever, rules=[r.to_document() for r in rules], executor="code_review",
+        check_rounds=check_rounds,
+    )  # fmt: skip
     rows: list[DemoRow] = []
     for number, code in enumerate(inputs, start=1):
         _log(log, start, f"input {number}/{len(inputs)}: judging {len(rules)} rules")
@@ -150,10 +272,17 @@ def run_demo(
         rejected = [j for j in result.judgments if not j.applies and j.score is not None]
         row.near_misses = [(j.rule_id, j.score or 0.0) for j in sorted(rejected, key=lambda j: -(j.score or 0))[:2]]
         row.similar = [(d.metadata.get("chunk_id", "?"), d.page_content) for d in similar.invoke(code)]
-        _log(log, start, f"input {number}/{len(inputs)}: revising the code with {len(row.matched)} matched rules")
+        checking = " and checking the revision" if check_rounds and row.matched else ""
+        _log(
+            log,
+            start,
+            f"input {number}/{len(inputs)}: revising the code with {len(row.matched)} matched rules{checking}",
+        )
         t0 = time.perf_counter()
-        matched_docs = retriever.documents(result)
-        row.output = chain.invoke({"input": code, "documents": matched_docs, "unit_kind": "rules"}).strip()
+        state = graph.invoke({"input": code})  # the retrieval is answered from the verdict cache
+        row.output = str(state["output"]).strip()
+        row.rounds, row.checked = state.get("rounds", 1), len(state.get("checked", []))
+        row.remaining = [(d.metadata["rule_id"], d.metadata.get("tag_score")) for d in state.get("remaining", [])]
         row.seconds_execute = time.perf_counter() - t0
         print(render_row(number, row, {r.rule_id: r for r in rules}), file=out, flush=True)
         rows.append(row)
@@ -206,7 +335,33 @@ def render_row(number: int, row: DemoRow, rules: dict[str, Rule], width: int = 1
     body = "\n".join(f"{a:<{half}} | {b}" for a, b in zip(lcol, rcol, strict=True))
     code = textwrap.indent(row.input, "    ")
     output = textwrap.indent(row.output or "(empty)", "    ")
+    rounds = f", {row.rounds} rounds" if row.rounds > 1 else ""
     return (
         f"{bar}\nInput {number}:\n{code}\n{'-' * width}\n{body}\n{'-' * width}\n"
-        f"Revised with the matched rules ({row.seconds_execute:.1f}s):\n{output}\n"
+        f"Revised with the matched rules ({row.seconds_execute:.1f}s{rounds}):\n{output}\n{_check_lines(row, rules)}"
     )
+
+
+def _check_lines(row: DemoRow, rules: dict[str, Rule]) -> str:
+    """What the judge found when it checked the final revision against the matched rules."""
+    if not row.checked:
+        return ""
+    if not row.remaining:
+        return f"Checked: the revision breaks none of the {row.checked} matched rules.\n"
+    lines = [f"Checked: the revision still breaks {len(row.remaining)} of the {row.checked} matched rules:"]
+    for rule_id, score in row.remaining:
+        shown = f" (score {score:.2f})" if score is not None else ""
+        lines.append(f"- {rule_id} {rules[rule_id].rule_name}{shown}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    """Regenerate the shipped demo rules and reference verdicts with the embedded model (into this package)."""
+    from langchain_tag.local.models import get_chat_model
+
+    write_shipped_demo(get_chat_model(role="extractor"), get_chat_model(role="judge"), _data_dir(), log=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

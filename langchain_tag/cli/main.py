@@ -468,11 +468,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from langchain_tag.cli.demo import run_demo
+    from langchain_tag.cli.demo import load_shipped_demo, run_demo
     from langchain_tag.local.models import get_chat_model, get_embeddings
     from langchain_tag.local.weights import default_cache_dir
 
     run_demo(
+        shipped=None if args.extract else load_shipped_demo(),
+        check_rounds=args.check_rounds,
         judge=get_chat_model(role="judge"),
         extractor=get_chat_model(role="extractor"),
         executor=get_chat_model(role="executor"),
@@ -677,6 +679,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="extract and judge afresh, ignoring the extraction store and verdict cache",
     )
     p.add_argument("--no-cache", action="store_true", help="same as --refresh (kept for old scripts)")
+    p.add_argument(
+        "--extract",
+        action="store_true",
+        help="extract the rules from the policy live (default: the rules shipped with the package, extracted "
+        "from it beforehand by the same extraction)",
+    )
+    p.add_argument(
+        "--check-rounds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="after a revision, check it against the matched rules and give the executor up to N more rounds "
+        "with the ones it still breaks (default 1; 0: no check)",
+    )
     p.set_defaults(func=_cmd_demo)
 
     _add_batch_commands(sub, common)

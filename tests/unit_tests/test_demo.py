@@ -62,3 +62,61 @@ def test_second_run_reuses_the_verdict_cache(tmp_path: Path) -> None:
     second = run_demo(**models, **paths, out=io.StringIO(), log=io.StringIO())
     assert models["judge"].calls == 0
     assert [r.matched for r in second] == [r.matched for r in first]
+
+
+def test_the_shipped_rules_match_the_packages_prompts_and_model() -> None:
+    """Fails when the extraction prompts, the judge prompt or the embedded model change: regenerate them then."""
+    from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
+    from langchain_tag.cli.demo import load_shipped_demo
+    from langchain_tag.extraction.prompts import PHASE_PROMPT_VERSIONS
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
+    from langchain_tag.local.weights import GGUF_MODELS
+    from langchain_tag.retrievers import ApplicabilityRetriever
+
+    shipped = load_shipped_demo()
+    regenerate = "regenerate the shipped demo rules: python -m langchain_tag.cli.demo"
+    assert shipped.extraction_prompts == {str(k): v for k, v in PHASE_PROMPT_VERSIONS.items()}, regenerate
+    assert shipped.judge_prompt == JUDGE_PROMPTS["applicability"].scoring_version, regenerate
+    assert shipped.model == Path(GGUF_MODELS["1.5b"].filename).stem, regenerate
+    assert len(shipped.rules) >= 5
+    judge = FakeChatModel(respond=_judge_reply, with_logprobs=True, metadata={IDENTITY_METADATA_KEY: shipped.model})
+    retriever = ApplicabilityRetriever(llm=judge, rules=shipped.rules)
+    wanted = {r.key for r in retriever.judge.reference_requests(shipped.rules)}
+    assert wanted and wanted <= set(shipped.references), regenerate  # rendered as the judge renders them today
+
+
+def test_the_demo_runs_on_the_shipped_rules_without_extracting(tmp_path: Path) -> None:
+    from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
+    from langchain_tag.cli.demo import load_shipped_demo
+
+    shipped = load_shipped_demo()
+    models = _models()
+    models["judge"] = FakeChatModel(
+        respond=_judge_reply, with_logprobs=True, metadata={IDENTITY_METADATA_KEY: shipped.model}
+    )
+    log = io.StringIO()
+    rows = run_demo(
+        **models, shipped=shipped, verdicts=tmp_path / "v.sqlite", check_rounds=0, out=io.StringIO(), log=log
+    )
+    assert models["extractor"].calls == 0 and len(rows) == len(DEMO_INPUTS)
+    assert f"using the {len(shipped.rules)} rules shipped with the package" in log.getvalue()
+    # The default calibration's reference judgments came with the rules: only the inputs were judged.
+    assert models["judge"].calls == len(DEMO_INPUTS) * len(shipped.rules)
+
+
+def test_each_revision_is_checked_and_what_it_still_breaks_is_printed(tmp_path: Path) -> None:
+    def unchanged(text: str) -> str:  # an executor that gives the code back as it was: it fixes nothing
+        return text.split("INPUT:\n", 1)[1].strip()
+
+    models = _models()
+    models["executor"] = FakeChatModel(respond=unchanged)
+    out = io.StringIO()
+    rows = run_demo(**models, store=tmp_path / "store.sqlite", out=out, log=io.StringIO())
+    first = rows[0]
+    assert first.matched and first.rounds == 2  # the check found the matched rules still broken: one more round
+    assert [rule_id for rule_id, _ in first.remaining] == [rule_id for rule_id, _, _, _ in first.matched]
+    assert "still breaks" in out.getvalue() and "2 rounds" in out.getvalue()
+    fixed = run_demo(**_models(), store=tmp_path / "store.sqlite", out=(text := io.StringIO()), log=io.StringIO())
+    assert fixed[0].rounds == 1 and fixed[0].remaining == [] and "breaks none of the" in text.getvalue()
+    off = run_demo(**_models(), store=tmp_path / "store.sqlite", check_rounds=0, out=io.StringIO(), log=io.StringIO())
+    assert off[0].checked == 0 and off[0].rounds == 1
