@@ -256,10 +256,28 @@ def _cmd_match_inputs(args: argparse.Namespace) -> int:
     if args.output not in (None, "-"):
         check_output_path(args.output)  # and so is a place the results could not be written to
     rules = load_rules(args.rules)
-    retriever = _judging_retriever(
-        args, get_chat_model(role="judge"), rules, context_tokens=ModelConfig.from_env().context_window()
-    )
+    judge = _decisions_model() if args.decisions else get_chat_model(role="judge")
+    retriever = _judging_retriever(args, judge, rules, context_tokens=ModelConfig.from_env().context_window())
     return _write_corpus(args, items, retriever)
+
+
+def _decisions_model() -> Any:
+    """An ``OpenAIDecisions`` judge at the configured endpoint, with the configured judge model and key."""
+    from langchain_tag.errors import require_extra
+    from langchain_tag.local.models import ModelConfig
+
+    require_extra("langchain_openai", "openai")
+    from langchain_openai.decisions import OpenAIDecisions
+    from pydantic import SecretStr
+
+    cfg = ModelConfig.from_env()
+    model = cfg.model_for("judge")
+    if not model:
+        raise ValueError(
+            "--decisions needs the judge model's name: set LANGCHAIN_TAG_JUDGE_MODEL or LANGCHAIN_TAG_MODEL"
+        )
+    key = SecretStr(cfg.api_key) if cfg.api_key else None
+    return OpenAIDecisions(model=model, base_url=cfg.base_url, api_key=key, max_retries=cfg.max_retries)
 
 
 def _bulk_inputs(value: str) -> list[Any]:
@@ -614,6 +632,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="process",
         help="with --inputs: judge in this process, or through Ray Data (the ray extra) against the judge "
         "model's OpenAI-compatible endpoint; both write the same records",
+    )
+    p.add_argument(
+        "--decisions",
+        action="store_true",
+        help="judge through OpenAI's Decisions API (every rule of an input one question of a single request) at "
+        "the configured endpoint and judge model (LANGCHAIN_TAG_BASE_URL, LANGCHAIN_TAG_JUDGE_MODEL or "
+        "LANGCHAIN_TAG_MODEL, LANGCHAIN_TAG_API_KEY or OPENAI_API_KEY)",
     )
     p.add_argument("--ray-address", metavar="ADDR", help='with --engine ray: a Ray cluster to join (e.g. "auto")')
     p.add_argument("--ray-workers", type=_positive_int, default=1, help="with --engine ray: HTTP workers (Ray actors)")

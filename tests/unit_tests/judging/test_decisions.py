@@ -409,3 +409,35 @@ async def test_openai_decisions_end_to_end(decisions_server: FakeDecisionsServer
     again = retriever.invoke(INPUTS[0])  # from the verdict cache: no POST
     assert len(decisions_server.bodies) == len(INPUTS)
     assert view(again) == view(found[0])
+
+
+@pytest.mark.enable_socket
+@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
+def test_match_inputs_with_decisions_resumes_from_the_verdict_cache(
+    decisions_server: FakeDecisionsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag.cli.main import main
+    from langchain_tag.rules import save_rules
+
+    for name, value in {
+        "LANGCHAIN_TAG_PROVIDER": "openai",
+        "LANGCHAIN_TAG_BASE_URL": decisions_server.base_url,
+        "LANGCHAIN_TAG_MODEL": "fake-luna",
+        "LANGCHAIN_TAG_API_KEY": "sk-test",
+        "LANGCHAIN_TAG_MAX_RETRIES": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    rules, inputs = tmp_path / "rules.jsonl", tmp_path / "inputs.jsonl"
+    save_rules(RULES, rules)
+    inputs.write_text("".join(json.dumps({"id": f"in-{i}", "text": q}) + "\n" for i, q in enumerate(INPUTS)))
+    command = ["match", "--inputs", str(inputs), "--rules", str(rules), "--raw", "--decisions"]
+    verdicts = ["--verdicts", str(tmp_path / "v.sqlite")]
+    assert main([*command, *verdicts, "-o", str(tmp_path / "first.jsonl")]) == 0
+    assert len(decisions_server.bodies) == len(INPUTS)  # one request per input, every rule in it
+    assert all(len(body["questions"]) == len(RULES) for body in decisions_server.bodies)
+    assert main([*command, *verdicts, "-o", str(tmp_path / "again.jsonl")]) == 0
+    assert len(decisions_server.bodies) == len(INPUTS)  # the rerun asked nothing: every verdict was cached
+    first = (tmp_path / "first.jsonl").read_text()
+    assert first == (tmp_path / "again.jsonl").read_text()
+    records = [json.loads(line) for line in first.splitlines()]
+    assert [[m["rule_id"] for m in r["matched"]] for r in records] == [expected_ids(q) for q in INPUTS]
