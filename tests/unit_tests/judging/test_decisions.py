@@ -441,3 +441,10 @@ def test_match_inputs_with_decisions_resumes_from_the_verdict_cache(
     assert first == (tmp_path / "again.jsonl").read_text()
     records = [json.loads(line) for line in first.splitlines()]
     assert [[m["rule_id"] for m in r["matched"]] for r in records] == [expected_ids(q) for q in INPUTS]
+
+
+def test_the_batch_api_export_refuses_a_decision_model_and_says_where_it_runs(tmp_path: Path) -> None:
+    from langchain_tag.scale.batch_api import BatchError, export_openai_batch
+
+    with pytest.raises(BatchError, match="a decision model judges each input in one request in process"):
+        export_openai_batch((decision_retriever(FakeDecisions()), INPUTS), tmp_path / "b", model_name="x")
