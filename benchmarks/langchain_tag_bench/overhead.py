@@ -58,34 +58,45 @@ def _answers_yes(prompt: str) -> bool:
 
 
 def _serve(port_out: Any) -> None:
-    """Serve an OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers every request at once."""
+    """The instant endpoint, counting requests in flight (``GET /stats``, ``POST /reset``)."""
     from aiohttp import web
 
+    state = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
+
     async def complete(request: web.Request) -> web.Response:
-        body = await request.json()
-        prompt = body["messages"][-1]["content"]
-        word = "YES" if _answers_yes(prompt) else "NO"
-        top = [{"token": word, "logprob": -0.05}, {"token": "NO" if word == "YES" else "YES", "logprob": -3.0}]
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": word},
-            "logprobs": {"content": [{"token": word, "logprob": -0.05, "top_logprobs": top}]},
-            "finish_reason": "length",
-        }
-        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 1, "total_tokens": len(prompt) // 4 + 1}
-        reply = {
-            "id": "c",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", "instant"),
-            "choices": [choice],
-            "usage": usage,
-        }
-        return web.json_response(reply)
+        state["in_flight"] += 1
+        state["requests"] += 1
+        state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
+        try:
+            body = await request.json()
+            prompt = body["messages"][-1]["content"]
+            word = "YES" if _answers_yes(prompt) else "NO"
+            other = "NO" if word == "YES" else "YES"
+            top = [{"token": word, "logprob": -0.05}, {"token": other, "logprob": -3.0}]
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": word},
+                "logprobs": {"content": [{"token": word, "logprob": -0.05, "top_logprobs": top}]},
+                "finish_reason": "length",
+            }
+            usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 1, "total_tokens": len(prompt) // 4 + 1}
+            reply = {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model", "instant")}
+            return web.json_response({**reply, "choices": [choice], "usage": usage})
+        finally:
+            state["in_flight"] -= 1
+
+    async def stats(request: web.Request) -> web.Response:
+        return web.json_response(state)
+
+    async def reset(request: web.Request) -> web.Response:
+        state.update(max_in_flight=0, requests=0)
+        return web.json_response(state)
 
     async def start() -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", complete)
+        app.router.add_get("/stats", stats)
+        app.router.add_post("/reset", reset)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -97,7 +108,10 @@ def _serve(port_out: Any) -> None:
 
 
 class InstantEndpoint:
-    """The instant endpoint in a process of its own (so it takes no time from the client's interpreter)."""
+    """The instant endpoint in a process of its own (so it takes no time from the client's interpreter).
+
+    It counts the requests it serves and the most in flight at once (:meth:`stats`).
+    """
 
     def __init__(self) -> None:
         import multiprocessing
@@ -110,11 +124,19 @@ class InstantEndpoint:
 
     @property
     def base_url(self) -> str:
-        """The endpoint's OpenAI-compatible base URL."""
+        """The OpenAI-compatible base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def stats(self, *, reset: bool = False) -> dict[str, int]:
+        """Requests served and the most in flight at once (since the last reset)."""
+        import httpx
+
+        url = f"http://127.0.0.1:{self.port}/" + ("reset" if reset else "stats")
+        response = httpx.post(url) if reset else httpx.get(url)
+        return dict(response.json())
+
     def close(self) -> None:
-        """Stop the endpoint's process."""
+        """Stop the endpoint."""
         self._process.terminate()
         self._process.join(5)
 

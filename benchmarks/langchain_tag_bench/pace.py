@@ -32,90 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_tag_bench.overhead import _answers_yes, rules
+from langchain_tag_bench.overhead import InstantEndpoint, rules
 
 __all__ = ["Row", "main", "run"]
-
-
-def _serve(port_out: Any) -> None:
-    """The instant endpoint, counting requests in flight (``GET /stats``, ``POST /reset``)."""
-    from aiohttp import web
-
-    state = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
-
-    async def complete(request: web.Request) -> web.Response:
-        state["in_flight"] += 1
-        state["requests"] += 1
-        state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
-        try:
-            body = await request.json()
-            prompt = body["messages"][-1]["content"]
-            word = "YES" if _answers_yes(prompt) else "NO"
-            other = "NO" if word == "YES" else "YES"
-            top = [{"token": word, "logprob": -0.05}, {"token": other, "logprob": -3.0}]
-            choice = {
-                "index": 0,
-                "message": {"role": "assistant", "content": word},
-                "logprobs": {"content": [{"token": word, "logprob": -0.05, "top_logprobs": top}]},
-                "finish_reason": "length",
-            }
-            usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 1, "total_tokens": len(prompt) // 4 + 1}
-            reply = {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model", "instant")}
-            return web.json_response({**reply, "choices": [choice], "usage": usage})
-        finally:
-            state["in_flight"] -= 1
-
-    async def stats(request: web.Request) -> web.Response:
-        return web.json_response(state)
-
-    async def reset(request: web.Request) -> web.Response:
-        state.update(max_in_flight=0, requests=0)
-        return web.json_response(state)
-
-    async def start() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", complete)
-        app.router.add_get("/stats", stats)
-        app.router.add_post("/reset", reset)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port_out.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    asyncio.run(start())
-
-
-class CountingEndpoint:
-    """The instant endpoint in a process of its own, with its in-flight counter."""
-
-    def __init__(self) -> None:
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
-        ports = context.Queue()
-        self._process = context.Process(target=_serve, args=(ports,), daemon=True)
-        self._process.start()
-        self.port = int(ports.get(timeout=60))
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stats(self, *, reset: bool = False) -> dict[str, int]:
-        """Requests served and the most in flight at once (since the last reset)."""
-        import httpx
-
-        url = f"http://127.0.0.1:{self.port}/" + ("reset" if reset else "stats")
-        response = httpx.post(url) if reset else httpx.get(url)
-        return dict(response.json())
-
-    def close(self) -> None:
-        """Stop the endpoint."""
-        self._process.terminate()
-        self._process.join(5)
 
 
 @dataclass(frozen=True)
@@ -185,7 +104,7 @@ def _job(texts: Sequence[str], retriever: Any, asynchronous: bool) -> Callable[[
     return lambda: list(match_corpus(texts, retriever, show_progress=False))
 
 
-def _timed(name: str, endpoint: CountingEndpoint, judgments: int, work: Callable[[], Any]) -> Row:
+def _timed(name: str, endpoint: InstantEndpoint, judgments: int, work: Callable[[], Any]) -> Row:
     endpoint.stats(reset=True)
     started = time.perf_counter()
     work()
@@ -202,7 +121,7 @@ def run(inputs: int, rule_count: int, max_concurrency: int, workdir: Path) -> li
     rule_set = rules(rule_count)
     texts = [f"x_{i} = compute(token_{i % rule_count})  # input {i}" for i in range(inputs)]
     judgments = inputs * rule_count
-    endpoint = CountingEndpoint()
+    endpoint = InstantEndpoint()
     rows: list[Row] = []
     try:
         base = endpoint.base_url
