@@ -150,6 +150,8 @@ class CallRunner:
         if self.model is None:
             self.model = self.llm
         self._sent: Runnable[Any, Any] = self.gate.wrap(self.llm) if self.gate is not None else self.llm
+        # A store that holds verdicts back (a SQLite cache's pending writes) is settled after every run.
+        self._settles = self.store is not None and getattr(self.store, "holds_back", True)
 
     def run(self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = "") -> list[Outcome[T]]:
         """Run ``requests``; return one outcome per request, in request order."""
@@ -169,7 +171,8 @@ class CallRunner:
                         retry.append(pending[i])
                 pending, delay = self._next_round(outcomes, retry, attempt)
                 time.sleep(delay)
-        _settle(self.store)
+        if self._settles or id(self.store) in _FAILED_PUTS:
+            _settle(self.store)
         return outcomes
 
     async def arun(
@@ -192,7 +195,8 @@ class CallRunner:
                         retry.append(pending[i])
                 pending, delay = self._next_round(outcomes, retry, attempt)
                 await asyncio.sleep(delay)
-        _settle(self.store)
+        if self._settles or id(self.store) in _FAILED_PUTS:
+            _settle(self.store)
         return outcomes
 
     def _start(self, requests: Sequence[Request[T]]) -> tuple[list[Outcome[T]], list[int]]:

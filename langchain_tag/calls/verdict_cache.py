@@ -527,6 +527,8 @@ class VerdictStore:
 
     def __init__(self, cache: VerdictCache) -> None:
         self.cache = cache
+        self.holds_back = callable(getattr(cache, "flush", None))
+        """Whether the cache holds writes back until :meth:`flush` (the runner then flushes after every run)."""
 
     def holds(self, key: str) -> bool:
         """Whether ``key`` would be served from the cache (a stored verdict whose P(YES), if any, is usable)."""
