@@ -18,6 +18,9 @@ It never raises for a failed call: what still fails is reported in the
 outcomes, and the caller decides what that means (the judge counts it as NO,
 extraction skips the item, either raises
 :class:`~langchain_tag.errors.ProviderError` when nothing could be called).
+What it does raise is a store that cannot keep a reply it paid for
+(:class:`~langchain_tag.calls.verdict_cache.VerdictCacheError`, at the end of
+the run): judging on while the verdicts are lost would only cost more.
 """
 
 from __future__ import annotations
