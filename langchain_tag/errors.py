@@ -31,7 +31,15 @@ class ProviderError(TagError, RuntimeError):
 
     The message names the provider (class, model, endpoint) and the call
     (extraction phase and item, or the rule being judged).
+
+    Args:
+        message: What failed.
+        errors: The distinct errors the failed calls ended with, when known (one: they all failed the same way).
     """
+
+    def __init__(self, message: str, *, errors: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.errors = errors
 
 
 class ParseError(TagError, ValueError):

@@ -297,7 +297,8 @@ class Judge(ABC):
             raise ProviderError(
                 f"all {len(result.judgments)} judgments failed calling {describe_model(self.llm)}; "
                 f"last: judgment of rule {failed[-1].rule_id} after {failed[-1].attempts} attempt(s): "
-                f"{failed[-1].error}"
+                f"{failed[-1].error}",
+                errors=tuple(dict.fromkeys(j.error or "" for j in failed)),
             )
         ids = [j.rule_id for j in failed]
         # The attempts each failed pair really had (a fault not to be resent fails on its first); the requests

@@ -43,9 +43,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
+from langchain_tag.calls.recorded import RecordedReplies
 from langchain_tag.calls.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
 from langchain_tag.cascade_retriever import CascadeRetriever
-from langchain_tag.errors import TagError
+from langchain_tag.errors import ProviderError, TagError
 from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
@@ -213,6 +214,12 @@ class _Job:
     claims: Claims | None = None
     """With a SQLite verdict cache: the pairs this job judges, so another job on the same file waits for them."""
 
+    inputs: int = 0
+    """How many inputs the job judges."""
+
+    finished: int = 0
+    """How many inputs are judged so far."""
+
     @classmethod
     def start(cls, retriever: Judged, items: Sequence[InputItem], *, all_pairs: bool, show: bool | None) -> _Job:
         rules = retriever_rules(retriever)
@@ -226,7 +233,7 @@ class _Job:
         progress = _Progress(total, show, cached=cached)
         cache = retriever.judge.cache
         claims = Claims(cache) if isinstance(cache, SQLiteVerdictCache) else None
-        return cls(retriever, rules, per_input, all_pairs, progress, to_judge, claims)
+        return cls(retriever, rules, per_input, all_pairs, progress, to_judge, claims, len(items))
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -258,6 +265,19 @@ class _Job:
 
     def finish(self, item: InputItem, outcome: MatchResult | BaseException, recorder: _PairRecorder) -> dict[str, Any]:
         recorder.settle()
+        self.finished += 1  # the first input is judged alone: nothing races this count for it
+        if (
+            self.finished == 1
+            and self.inputs > 1
+            and isinstance(outcome, ProviderError)
+            and len(outcome.errors) == 1
+            and not isinstance(getattr(self.retriever, "llm", None), RecordedReplies)  # no endpoint: every miss says
+        ):
+            raise ProviderError(
+                f"the first input's requests all failed the same way, so the job stops before sending the other "
+                f"{self.inputs - 1} inputs' (nothing was written): {outcome}",
+                errors=outcome.errors,
+            ) from outcome  # an endpoint that is down, or a wrong model or key, would fail every input alike
         if isinstance(outcome, JudgmentsFailedError):
             outcome = outcome.result
         if isinstance(outcome, BaseException):
@@ -381,6 +401,8 @@ def match_corpus(
 
     Raises:
         InputsError: On an empty input or an id given twice.
+        ProviderError: When every request of the first input (judged alone) failed the same way (an endpoint
+            that is down, a wrong model or key): the job stops there rather than failing every input alike.
     """
     items = as_input_items(inputs)  # checked now, before the first result is asked for
     _inputs_at_once(max_concurrency, retriever, 1)

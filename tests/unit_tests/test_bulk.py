@@ -463,3 +463,35 @@ def test_two_jobs_on_one_verdicts_file_judge_each_pair_once(
     calls = judges[0].calls + judges[1].calls
     assert pairs <= calls <= pairs + 2 * 4, f"{calls} calls for {pairs} pairs"
     assert (tmp_path / "out0.jsonl").read_bytes() == (tmp_path / "out1.jsonl").read_bytes()
+
+
+def test_the_job_stops_at_the_first_input_when_all_its_requests_fail_the_same_way(rules: list[Rule]) -> None:
+    from langchain_tag.errors import ProviderError
+
+    down = FakeChatModel(respond=lambda text: ConnectionError("Connection refused"))
+    retriever = ApplicabilityRetriever(llm=down, rules=rules, calibration=None, cache=None)
+    inputs = ["a = 1", "b = 2", "c = 3", "d = 4"]
+    with pytest.raises(ProviderError, match=r"first input's requests all failed the same way.*Connection refused"):
+        list(match_corpus(inputs, retriever))
+    assert down.calls == len(rules) * 2  # the first input's requests (sent twice), not every input's
+
+    async def run() -> None:
+        async for _ in amatch_corpus(inputs, retriever):
+            pass
+
+    with pytest.raises(ProviderError, match="stops before sending the other 3 inputs'"):
+        asyncio.run(run())
+
+
+def test_a_first_input_failing_in_several_ways_is_one_failed_record(rules: list[Rule]) -> None:
+    def respond(text: str) -> Any:
+        if "first" in prompt_input(text):
+            return ConnectionError(f"refused for {judged_rule_id(text)}")  # a different error per rule
+        return scored_reply(text)
+
+    records = list(
+        match_corpus(
+            ["first = 1", "x = 2"], ApplicabilityRetriever(llm=FakeChatModel(respond=respond), rules=rules, cache=None)
+        )
+    )
+    assert "error" in records[0] and "error" not in records[1]
