@@ -6,7 +6,7 @@ The cheap one (a small local model, or a local model in front of a remote
 one) judges every (input, rule) pair. A pair whose calibrated score
 lies outside the uncertain band ``[low, high]`` keeps the cheap judge's
 verdict; the pairs inside it (and those the cheap judge could not score) are
-judged again by the strong retriever, for those rules only, and its verdicts
+judged again by the strong judge, for those rules only, and its verdicts
 replace the cheap ones. Each returned document says which judge decided it
 (metadata ``tag_judge``: ``"cheap"`` or ``"strong"``) and what share of the
 input's pairs went to the strong judge (``tag_strong_share``).
@@ -16,15 +16,7 @@ The band comes from the user, or from development data through
 whose cascade agrees with the strong judge alone on at least a target share of
 the development pairs.
 
-Example:
-    .. code-block:: python
-
-        cheap = ApplicabilityRetriever(llm=small_llm, rules=rules, calibration=small_calibration)
-        strong = ApplicabilityRetriever(llm=big_llm, rules=rules, calibration=big_calibration)
-        band = choose_band(dev_cheap_scores, dev_strong_verdicts,
-                           threshold=cheap.judge.decision_threshold, target_agreement=0.95)
-        retriever = CascadeRetriever(cheap=cheap, strong=strong, low=band.low, high=band.high)
-        docs = retriever.invoke(code)  # each doc: metadata["tag_judge"] in {"cheap", "strong"}
+:class:`~langchain_tag.cascade_retriever.CascadeRetriever`'s docstring shows the two in use.
 
 A calibration that centres each input on its median over the rules judged
 (``Calibration(centre_per_input=True)``, as the shipped 1.5B default does)

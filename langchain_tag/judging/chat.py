@@ -28,7 +28,7 @@ from langchain_tag.judging.read import parse_verdict
 from langchain_tag.judging.results import Judgment
 from langchain_tag.rules import Rule
 
-__all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "configure_judge"]
+__all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "chat_judge", "configure_judge"]
 
 JUDGE_TAGS = ("tag_judge", "nostream")
 """Tags of every judge run: ``nostream`` keeps its tokens out of LangGraph's ``stream_mode="messages"``."""
@@ -182,3 +182,23 @@ def _per_batch(requests: Sequence[list[PairRequest]], outcomes: Sequence[Outcome
         found.append(combine_halves(part, raw) if part and part[-1].negated else raw)
         start += len(part)
     return found
+
+
+def chat_judge(judge: Any, engine: str, error: type[Exception] = ValueError) -> ChatJudge:
+    """``judge`` when it sends chat requests, as an engine that only sends those needs; refused otherwise.
+
+    Args:
+        judge: A retriever's judge.
+        engine: What needs chat requests, for the message (e.g. ``"judge_with_ray"``).
+        error: The error class to raise.
+
+    Raises:
+        Exception: ``error``, when ``judge`` is a decision-model judge (it judges each input in one request, in
+            process).
+    """
+    if isinstance(judge, ChatJudge):
+        return judge
+    raise error(
+        f"{engine} sends chat requests; a decision model judges each input in one request in process "
+        "(match_corpus, or langchain-tag match --inputs --decisions)"
+    )

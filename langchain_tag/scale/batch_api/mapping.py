@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_tag.jsonl import JsonLineError, json_lines
-from langchain_tag.judging.chat import ChatJudge
+from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.scale.batch_api.ids import (
     MAPPING_FILE,
@@ -214,12 +214,7 @@ def _retriever_requests(retriever: Any, items: Sequence[InputItem]) -> dict[str,
     rules = retriever_rules(retriever)
     if not rules:
         raise BatchError("batch export needs the retriever's rules= (it cannot draw candidates from a vector store)")
-    judge = retriever.judge
-    if not isinstance(judge, ChatJudge):
-        raise BatchError(
-            "the Batch API files hold chat requests; a decision model judges each input in one request in process "
-            "(langchain-tag match --inputs --decisions, or match_corpus)"
-        )
+    judge = chat_judge(retriever.judge, "a Batch API export", BatchError)
     found: dict[str, Sequence[PairRequest]] = {}
     references = judge.reference_requests(rules)
     per_input = len(judge.requests("", rules))

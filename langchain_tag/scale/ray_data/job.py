@@ -16,7 +16,7 @@ from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, chat_model_of, r
 from langchain_tag.calls.recorded import RecordedReplies, prompt_key
 from langchain_tag.calls.verdict_cache import VerdictStore
 from langchain_tag.errors import ProviderError, TagError
-from langchain_tag.judging.chat import ChatJudge
+from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.judge import resolve_judge_prompt
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.results import Judgment, MatchResult
@@ -161,12 +161,7 @@ def judge_with_ray(
         raise ValueError("judge_with_ray needs a retriever with a verdict cache: replies are recorded there")
     if retriever.candidates is not None:
         raise ValueError("judge_with_ray judges the retriever's rules; vector-store candidates are not supported")
-    judge = retriever.judge
-    if not isinstance(judge, ChatJudge):
-        raise ValueError(
-            "judge_with_ray sends chat requests; a decision model judges each input in one request in process "
-            "(match_corpus, or langchain-tag match --inputs without --engine ray)"
-        )
+    judge = chat_judge(retriever.judge, "judge_with_ray")
     rules = rules_from_documents(rule_documents(retriever.rules))
     queries = list(inputs)
     if processor is None:
