@@ -302,7 +302,9 @@ def _with_unsendable(
 
     An input whose text UTF-8 cannot encode (a lone surrogate) fails alone,
     its error naming it and its line, as an input none of whose pairs could be
-    judged; the other inputs are judged as usual.
+    judged; the other inputs are judged as usual. The in-process job does this
+    itself (:func:`~langchain_tag.scale.bulk.match_corpus`); the Ray engine's
+    inputs are set aside here, so both engines write the same record.
     """
     from langchain_tag.scale.bulk import _failure_record, retriever_rules
     from langchain_tag.scale.inputs import encoding_error
@@ -339,7 +341,8 @@ def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) ->
             return _ray_records(args, sendable, retriever)
         return match_corpus(sendable, retriever, all_pairs=args.all_pairs)
 
-    results = counted(_with_unsendable(args, items, retriever, judge))
+    ray = getattr(args, "engine", "process") == "ray"
+    results = counted(_with_unsendable(args, items, retriever, judge) if ray else judge(items))
     output = args.output or "-"
     if output == "-":
         for record in results:

@@ -50,7 +50,7 @@ from langchain_tag.errors import ProviderError, TagError
 from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
-from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, read_inputs
+from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, encoding_error, read_inputs
 
 if TYPE_CHECKING:
     from langchain_tag.judging.results import Judgment, MatchResult
@@ -290,7 +290,14 @@ class _Job:
             return []
         return [r.key for r in self.retriever.judge.requests(item.text, self.rules)]
 
+    def unsendable(self, item: InputItem) -> dict[str, Any] | None:
+        """The failure record of an input whose text cannot be sent (UTF-8 cannot encode it), else ``None``."""
+        error = encoding_error(item)
+        return None if error is None else self.finish(item, InputsError(error), _PairRecorder(0, self.progress))
+
     def run(self, item: InputItem) -> dict[str, Any]:
+        if (failed := self.unsendable(item)) is not None:
+            return failed
         recorder = self.recorder(item)
         keys = self.keys(item)
         try:
@@ -307,6 +314,8 @@ class _Job:
         return self.finish(item, outcome, recorder)
 
     async def arun(self, item: InputItem) -> dict[str, Any]:
+        if (failed := self.unsendable(item)) is not None:
+            return failed
         recorder = self.recorder(item)
         keys = self.keys(item)
         try:
@@ -335,6 +344,9 @@ def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[R
     store = VerdictStore(judge.cache) if judge.cache is not None else None
     counts: dict[str, int] = {}
     for item in items:
+        if encoding_error(item) is not None:  # judged by no request: it fails alone
+            counts[item.id] = 0
+            continue
         requests = judge.requests(item.text, rules)
         counts[item.id] = len(requests) if store is None else sum(not store.holds(r.key) for r in requests)
     return counts

@@ -495,3 +495,14 @@ def test_a_first_input_failing_in_several_ways_is_one_failed_record(rules: list[
         )
     )
     assert "error" in records[0] and "error" not in records[1]
+
+
+@pytest.mark.parametrize("show_progress", [False, True])
+def test_an_input_that_cannot_be_encoded_fails_alone_in_the_library_job(rules: list[Rule], show_progress: bool) -> None:
+    items = [InputItem(id="ok-1", text="x = 1"), InputItem(id="bad", text="y = '\ud800'", line=2)]
+    llm = scored_judge()
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, cache=InMemoryVerdictCache())
+    records = list(match_corpus(items, retriever, show_progress=show_progress))
+    assert [r["id"] for r in records] == ["ok-1", "bad"] and "error" not in records[0]
+    assert "input 'bad' (line 2)" in records[1]["error"] and len(records[1]["failed"]) == len(rules)
+    assert llm.calls == len(rules)  # the other input only
