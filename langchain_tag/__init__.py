@@ -9,13 +9,18 @@ model as the judge), and give the executor only the matched actions
 LangChain decision model.
 """
 
-from langchain_tag.errors import InputTooLongError, ProviderError, RuleFileError, TagError
-from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.graph import build_tag_graph
-from langchain_tag.judging.decision_model import ChatDecisionModel
-from langchain_tag.judging.results import JudgmentsFailedError
-from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
-from langchain_tag.rules import Rule, load_rules, save_rules
+from typing import TYPE_CHECKING
+
+from langchain_tag.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_tag.errors import InputTooLongError, ProviderError, RuleFileError, TagError
+    from langchain_tag.extraction import RuleDocumentTransformer
+    from langchain_tag.graph import build_tag_graph
+    from langchain_tag.judging.decision_model import ChatDecisionModel
+    from langchain_tag.judging.results import JudgmentsFailedError
+    from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
+    from langchain_tag.rules import Rule, load_rules, save_rules
 
 __version__ = "0.1.0"
 
@@ -35,3 +40,25 @@ __all__ = [
     "load_rules",
     "save_rules",
 ]
+
+_MODULES = {
+    "AllRulesRetriever": "retrievers",
+    "ApplicabilityRetriever": "retrievers",
+    "ChatDecisionModel": "judging.decision_model",
+    "InputTooLongError": "errors",
+    "JudgmentsFailedError": "judging.results",
+    "ProviderError": "errors",
+    "RelevanceRetriever": "retrievers",
+    "Rule": "rules",
+    "RuleDocumentTransformer": "extraction",
+    "RuleFileError": "errors",
+    "TagError": "errors",
+    "build_tag_graph": "graph",
+    "load_rules": "rules",
+    "save_rules": "rules",
+}
+"""Where each public name lives: imported on first use, so a module of the package (a Ray worker's, the
+CLI's) does not pay for the graph and extraction it does not use."""
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())

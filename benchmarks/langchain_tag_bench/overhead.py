@@ -57,8 +57,11 @@ def _answers_yes(prompt: str) -> bool:
     return rule_id.endswith(("0", "7")) and rule_id != "R-000"
 
 
-def _serve(port_out: Any) -> None:
-    """The instant endpoint, counting requests in flight (``GET /stats``, ``POST /reset``)."""
+def _serve(port_out: Any, delay: float = 0.0) -> None:
+    """The instant endpoint (or one taking ``delay`` s a request), counting requests in flight.
+
+    ``GET /stats`` gives the counts, ``POST /reset`` starts them again.
+    """
     from aiohttp import web
 
     state = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
@@ -69,6 +72,8 @@ def _serve(port_out: Any) -> None:
         state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
         try:
             body = await request.json()
+            if delay > 0:
+                await asyncio.sleep(delay)
             prompt = body["messages"][-1]["content"]
             word = "YES" if _answers_yes(prompt) else "NO"
             other = "NO" if word == "YES" else "YES"
@@ -111,14 +116,17 @@ class InstantEndpoint:
     """The instant endpoint in a process of its own (so it takes no time from the client's interpreter).
 
     It counts the requests it serves and the most in flight at once (:meth:`stats`).
+
+    Args:
+        delay: Seconds the endpoint takes over each request (a model's time, without its CPU use).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, delay: float = 0.0) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")
         ports = context.Queue()
-        self._process = context.Process(target=_serve, args=(ports,), daemon=True)
+        self._process = context.Process(target=_serve, args=(ports, delay), daemon=True)
         self._process.start()
         self.port = int(ports.get(timeout=60))
 

@@ -14,9 +14,17 @@ One run, side by side, on the same instant endpoint (an aiohttp server on
 Each row prints judgments per second, its ratio to the bare client, and the
 most requests the server saw in flight at once (against ``--max-concurrency``).
 
+With ``--ray``, two more rows: the job through Ray Data
+(:func:`~langchain_tag.scale.ray_data.judge_with_ray`, ``--ray-workers``
+HTTP workers sharing ``--max-concurrency``, SQLite cache), and its ratio to
+the in-process ``match_corpus`` row. The local Ray instance is started before
+the timing; each Ray pass's own start-up is timed. ``--delay`` makes the
+endpoint take that many seconds per request (a model's time, no CPU).
+
 Usage::
 
     python -m langchain_tag_bench.pace --inputs 200 --rules 30 --max-concurrency 16
+    python -m langchain_tag_bench.pace --inputs 20 --rules 5 --max-concurrency 8 --delay 0.5 --ray
 """
 
 from __future__ import annotations
@@ -113,7 +121,29 @@ def _timed(name: str, endpoint: InstantEndpoint, judgments: int, work: Callable[
     return Row(name, judgments, seconds, stats["max_in_flight"], stats["requests"])
 
 
-def run(inputs: int, rule_count: int, max_concurrency: int, workdir: Path) -> list[Row]:
+def _ray_job(texts: Sequence[str], retriever: Any, workers: int, batch_size: int) -> Callable[[], Any]:
+    """The job through Ray Data: every pair judged, then each input's result from the cache."""
+    from langchain_tag.scale.ray_data import judge_with_ray
+
+    def job() -> None:
+        run = judge_with_ray(retriever, texts, concurrency=workers, batch_size=batch_size)
+        if run.failures:
+            raise RuntimeError(f"{len(run.failures)} Ray requests failed: {run.failures[0].error}")
+
+    return job
+
+
+def run(
+    inputs: int,
+    rule_count: int,
+    max_concurrency: int,
+    workdir: Path,
+    *,
+    delay: float = 0.0,
+    ray: bool = False,
+    ray_workers: int = 1,
+    ray_batch_size: int = 16,
+) -> list[Row]:
     """Time every row once on a fresh endpoint; return the rows."""
     from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
     from langchain_tag.scale.bulk import match_corpus
@@ -121,7 +151,11 @@ def run(inputs: int, rule_count: int, max_concurrency: int, workdir: Path) -> li
     rule_set = rules(rule_count)
     texts = [f"x_{i} = compute(token_{i % rule_count})  # input {i}" for i in range(inputs)]
     judgments = inputs * rule_count
-    endpoint = InstantEndpoint()
+    if ray:
+        from langchain_tag.scale.ray_data import init_local_ray
+
+        init_local_ray()
+    endpoint = InstantEndpoint(delay)
     rows: list[Row] = []
     try:
         base = endpoint.base_url
@@ -146,6 +180,10 @@ def run(inputs: int, rule_count: int, max_concurrency: int, workdir: Path) -> li
                 retriever = _retriever(base, rule_set, cache, max_concurrency)
                 name = f"{'amatch_corpus' if asynchronous else 'match_corpus'}, {label}"
                 rows.append(_timed(name, endpoint, judgments, _job(texts, retriever, asynchronous)))
+        if ray:
+            retriever = _retriever(base, rule_set, SQLiteVerdictCache(workdir / "ray.sqlite"), max_concurrency)
+            name = f"judge_with_ray ({ray_workers} worker(s), batch {ray_batch_size}), SQLite cache"
+            rows.append(_timed(name, endpoint, judgments, _ray_job(texts, retriever, ray_workers, ray_batch_size)))
     finally:
         endpoint.close()
     return rows
@@ -157,13 +195,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=200)
     parser.add_argument("--rules", type=int, default=30)
     parser.add_argument("--max-concurrency", type=int, default=16)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds the endpoint takes per request")
+    parser.add_argument("--ray", action="store_true", help="add the Ray Data row (the ray extra)")
+    parser.add_argument("--ray-workers", type=int, default=1)
+    parser.add_argument("--ray-batch-size", type=int, default=16)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tag-pace-") as workdir:
-        rows = run(args.inputs, args.rules, args.max_concurrency, Path(workdir))
+        rows = run(
+            args.inputs,
+            args.rules,
+            args.max_concurrency,
+            Path(workdir),
+            delay=args.delay,
+            ray=args.ray,
+            ray_workers=args.ray_workers,
+            ray_batch_size=args.ray_batch_size,
+        )
     bare = rows[0].per_second
+    endpoint = f"endpoint taking {args.delay:g} s a request" if args.delay > 0 else "instant endpoint"
     print(
         f"# {args.inputs} inputs x {args.rules} rules, max_concurrency {args.max_concurrency}, "
-        f"{os.cpu_count()} cores, instant endpoint on 127.0.0.1"
+        f"{os.cpu_count()} cores, {endpoint} on 127.0.0.1"
     )
     print("| way | judgments | seconds | judgments/s | x bare client | max in flight (cap) | requests |")
     print("|---|---|---|---|---|---|---|")
@@ -173,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {row.name} | {row.judgments} | {row.seconds:.2f} | {row.per_second:.0f} | {ratio:.2f}x "
             f"| {row.max_in_flight} ({args.max_concurrency}) | {row.requests} |"
         )
+    if args.ray:
+        in_process = next(r for r in rows if r.name == "match_corpus, SQLite cache").per_second
+        print(f"Ray / in process (match_corpus, SQLite cache): {rows[-1].per_second / in_process:.2f}x")
     summary = {r.name: {"per_second": round(r.per_second, 1), "max_in_flight": r.max_in_flight} for r in rows}
     print(json.dumps(summary))
     return 0

@@ -19,17 +19,48 @@ Retry layering (one layer per kind of fault, so retries never multiply):
 
 After the last attempt the error names the provider (class, model, endpoint)
 and the call (extraction phase and item, or the rule being judged), URLs
-redacted (:mod:`langchain_tag.calls.identity`).
+redacted (:mod:`langchain_tag.calls.identity`). A fault with an HTTP status
+is described by the status and the server's own message
+(:func:`http_error`), whichever client got it, so the in-process job and the
+Ray engine write the same words for the same fault.
 """
 
 from __future__ import annotations
 
+import json
 import random
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_tag.calls.identity import chat_model_of, redact_urls
+from langchain_tag.errors import TagError
 
-__all__ = ["backoff_delay", "client_retries", "describe_error", "is_permanent", "is_transient"]
+__all__ = [
+    "ReportedFault",
+    "backoff_delay",
+    "client_retries",
+    "describe_error",
+    "http_error",
+    "is_permanent",
+    "is_transient",
+    "server_message",
+]
+
+
+class ReportedFault(TagError, RuntimeError):
+    """A fault met elsewhere (a Ray worker, a provider batch) and replayed: its message already describes it.
+
+    Attributes:
+        status_code: The HTTP status its message starts with (``HTTP 500: ...``), if any, so
+            :func:`is_transient` and :func:`is_permanent` judge it as they judge the original.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        found = re.match(r"HTTP (\d{3}):", message)
+        self.status_code: int | None = int(found.group(1)) if found else None
+
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _TRANSIENT_NAMES = frozenset(
@@ -119,11 +150,58 @@ def client_retries(llm: Any) -> int:
 
 
 def describe_error(exc: BaseException, limit: int = 300) -> str:
-    """``"ErrorClass: message"`` on one line, URLs redacted, cut to ``limit`` characters."""
-    message = redact_urls(" ".join(str(exc).split()))
-    if len(message) > limit:
-        message = message[:limit] + "..."
+    """One line, URLs redacted, cut to ``limit`` characters: what went wrong, in words that name no client.
+
+    A fault with an HTTP status is ``"HTTP 500: <the server's message>"``
+    (:func:`http_error`); a :class:`ReportedFault` is its message; anything
+    else is ``"ErrorClass: message"``.
+    """
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool) and not isinstance(exc, ReportedFault):
+        return http_error(status, server_message(exc), limit=limit)
+    message = _cut(redact_urls(" ".join(str(exc).split())), limit)
+    if isinstance(exc, ReportedFault):
+        return message or type(exc).__name__
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def http_error(status: int, message: str, *, limit: int = 300) -> str:
+    """``"HTTP <status>: <message>"`` on one line, URLs redacted, cut to ``limit`` characters."""
+    text = _cut(redact_urls(" ".join(message.split())), limit)
+    return f"HTTP {status}: {text}" if text else f"HTTP {status}"
+
+
+def server_message(source: BaseException | str) -> str:
+    """What the server said in an error response: ``error.message`` of an OpenAI-style body, else its text.
+
+    ``source`` is a response body, or an exception carrying one (``body``, as
+    the OpenAI client's errors do).
+    """
+    if isinstance(source, BaseException):
+        body = getattr(source, "body", None)
+        found = _error_message(body)
+        if found:
+            return found
+        text = str(getattr(source, "message", None) or source)
+        return re.sub(r"^Error code: \d{3}(?: - )?", "", text)
+    try:
+        found = _error_message(json.loads(source))
+    except ValueError:
+        found = None
+    return found or source
+
+
+def _error_message(body: Any) -> str | None:
+    """``body["error"]["message"]`` (or ``body["message"]``) of a parsed error body, if a non-empty string."""
+    if not isinstance(body, Mapping):
+        return None
+    inner = body.get("error", body)
+    message = inner.get("message") if isinstance(inner, Mapping) else inner if isinstance(inner, str) else None
+    return message if isinstance(message, str) and message.strip() else None
+
+
+def _cut(text: str, limit: int) -> str:
+    return text[:limit] + "..." if len(text) > limit else text
 
 
 def backoff_delay(attempt: int, *, base: float, cap: float = 30.0, rng: random.Random | None = None) -> float:

@@ -18,10 +18,13 @@ and extraction caches' model key):
   the model name, plus what the server reports about the model it serves
   (``GET {base_url}/models``: the served model id, e.g. llama.cpp's model
   file or alias, vLLM's id and its ``root``), as ``name@served``. The server
-  is asked once per endpoint per process, with a short timeout and no proxy;
-  when it cannot tell (no server, sockets blocked, an error, a list that
-  names several models but not this one) the identity is the model name
-  alone. So the same model behind a server restarted on another port, or
+  is asked once per endpoint per process, with a short timeout and no proxy
+  (a server too busy to answer is asked again, up to three times); when it
+  cannot tell (no server, sockets blocked, an error, a list that names
+  several models but not this one) the identity is the model name alone. A
+  server that never answered in time gets a warning: its verdicts are then
+  cached under the name alone, where a later run that gets an answer will
+  not look; pin the identity (below) for such a server. So the same model behind a server restarted on another port, or
   reached as ``localhost`` instead of ``127.0.0.1``, keeps its identity, and
   two different models served under one name do not share it.
 - Any other endpoint (a remote provider) is named by its URL (credentials
@@ -44,6 +47,8 @@ import threading
 import urllib.request
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "IDENTITY_METADATA_KEY",
@@ -136,6 +141,9 @@ model is so named by its GGUF file.
 LOOKUP_TIMEOUT = 2.0
 """Seconds allowed to ask a local server which model it serves."""
 
+LOOKUP_ATTEMPTS = 3
+"""Times a local server that did not answer in time is asked (one that refused or answered an error, once)."""
+
 _SERVED: dict[str, str | None] = {}
 _SERVED_LOCK = threading.Lock()
 
@@ -199,12 +207,33 @@ def served_model(base_url: str, name: str | None = None, *, api_key: str | None 
     with _SERVED_LOCK:
         if memo in _SERVED:
             return _SERVED[memo]
-    try:
-        found = _describe_served(_fetch_models(base_url, api_key), name)
-    except Exception:  # no server, sockets blocked, a bad reply: the model name alone
-        found = None
+    found = None
+    for attempt in range(1, LOOKUP_ATTEMPTS + 1):
+        try:
+            found = _describe_served(_fetch_models(base_url, api_key), name)
+            break
+        except Exception as exc:  # no server, sockets blocked, a bad reply: the model name alone
+            if not _timed_out(exc):
+                break
+            if attempt == LOOKUP_ATTEMPTS:
+                logger.warning(
+                    "%s/models did not answer within %.0f s (%d tries): verdicts are cached under the model "
+                    "name %r alone, where a run that gets an answer will not look for them; pin the judge's "
+                    "identity with metadata={%r: ...} to resume across such runs",
+                    redact_url(base_url).rstrip("/"),
+                    LOOKUP_TIMEOUT,
+                    LOOKUP_ATTEMPTS,
+                    name,
+                    IDENTITY_METADATA_KEY,
+                )
     with _SERVED_LOCK:
         return _SERVED.setdefault(memo, found)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a lookup failed because the server did not answer in time (it is there, but busy)."""
+    reason = getattr(exc, "reason", None)
+    return isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError)
 
 
 def _fetch_models(base_url: str, api_key: str | None) -> Any:
@@ -284,7 +313,14 @@ def install_redaction(logger: logging.Logger | None = None) -> None:
 
 
 def describe_model(llm: Any) -> str:
-    """The provider of a chat model, for error messages: class, model name and endpoint."""
+    """The provider of a chat model, for error messages: class, model name and endpoint.
+
+    A stand-in for a model (replies recorded elsewhere) gives the description of the model it stands in
+    for, in its ``described_as``.
+    """
+    described = getattr(chat_model_of(llm), "described_as", None)
+    if isinstance(described, str) and described:
+        return described
     name, base_url = model_name_and_endpoint(llm)
     llm = chat_model_of(llm)
     if type(llm).__name__ == "ChatOpenAI" and not base_url:

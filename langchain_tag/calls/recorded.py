@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 from typing_extensions import override
 
@@ -40,7 +40,13 @@ class RecordedReplies(BaseChatModel):
         model_name: The model that answered (its identity in cache keys).
         base_url: Where it was served, if known (redacted).
         errors: :func:`prompt_key` of a prompt -> the error its request ended with.
+        replies: :func:`prompt_key` of a prompt -> the reply it got that is not a verdict (its text and
+            first-token logprobs): given back, so the judge fails to read it as it did the first time.
         missing: The error for a prompt with no recorded error (by default, :meth:`missing_message`).
+        described_as: How errors name the model that answered (``describe_model`` of it), so a
+            replayed failure reads as the original did.
+        max_retries: The retries the answering model's own client made on a transport fault (its
+            requests are counted as that client counts them).
     """
 
     error_type: ClassVar[type[Exception]] = NoRecordedReplyError
@@ -49,7 +55,10 @@ class RecordedReplies(BaseChatModel):
     model_name: str
     base_url: str | None = None
     errors: dict[str, str] = Field(default_factory=dict)
+    replies: dict[str, tuple[str, dict[str, Any] | None]] = Field(default_factory=dict)
     missing: str | None = None
+    described_as: str | None = None
+    max_retries: int = 0
 
     @property
     def _llm_type(self) -> str:
@@ -63,7 +72,12 @@ class RecordedReplies(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        raise self.error_type(self.errors.get(prompt_key(messages)) or self.missing or self.missing_message())
+        key = prompt_key(messages)
+        if key in self.replies:
+            text, logprobs = self.replies[key]
+            metadata = {"logprobs": logprobs} if logprobs is not None else {}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, response_metadata=metadata))])
+        raise self.error_type(self.errors.get(key) or self.missing or self.missing_message())
 
     def missing_message(self) -> str:
         """The default error for a prompt with no reply and no recorded error."""

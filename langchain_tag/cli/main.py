@@ -306,7 +306,7 @@ def _with_unsendable(
     itself (:func:`~langchain_tag.scale.bulk.match_corpus`); the Ray engine's
     inputs are set aside here, so both engines write the same record.
     """
-    from langchain_tag.scale.bulk import _failure_record, retriever_rules
+    from langchain_tag.scale.bulk import failure_record, retriever_rules
     from langchain_tag.scale.inputs import encoding_error
 
     errors = {item.id: error for item in items if (error := encoding_error(item)) is not None}
@@ -318,7 +318,7 @@ def _with_unsendable(
     rules = retriever_rules(retriever)
     for item in items:
         if item.id in errors:
-            yield _failure_record(item, rules, errors[item.id], all_pairs=args.all_pairs)
+            yield failure_record(item, rules, errors[item.id], all_pairs=args.all_pairs)
         else:
             yield next(judged)
 
@@ -364,15 +364,16 @@ def _ray_records(args: argparse.Namespace, items: list[Any], retriever: Any) -> 
     The records are those the in-process job writes (``bulk.result_record``),
     so the two engines' output files can be compared byte for byte.
     """
-    from langchain_tag.scale.bulk import result_record
+    from langchain_tag.scale.bulk import failure_record, result_record, retriever_rules
     from langchain_tag.scale.ray_data import init_local_ray, judge_with_ray
 
-    init_local_ray(**({"address": args.ray_address} if args.ray_address else {}))
+    init_local_ray(verbose=args.debug, **({"address": args.ray_address} if args.ray_address else {}))
     run = judge_with_ray(
         retriever,
         [item.text for item in items],
         concurrency=args.ray_workers,
         batch_size=args.ray_batch_size,
+        max_concurrency=args.max_concurrency,
     )
     print(
         f"ray: {run.requested} judgments needed, {run.cached} in the verdict cache, {run.sent} sent "
@@ -380,8 +381,13 @@ def _ray_records(args: argparse.Namespace, items: list[Any], retriever: Any) -> 
         f"{len(run.failures)} failed",
         file=sys.stderr,
     )
-    pairs = zip(items, run.results, strict=True)
-    return [result_record(item, result, all_pairs=args.all_pairs) for item, result in pairs]
+    rules = retriever_rules(retriever)
+    return [
+        failure_record(item, rules, run.input_errors[i], all_pairs=args.all_pairs)
+        if i in run.input_errors
+        else result_record(item, result, all_pairs=args.all_pairs)
+        for i, (item, result) in enumerate(zip(items, run.results, strict=True))
+    ]
 
 
 def _batch_retriever(args: argparse.Namespace) -> tuple[list[Any], Any]:
@@ -644,7 +650,12 @@ def build_parser() -> argparse.ArgumentParser:
         "LANGCHAIN_TAG_MODEL, LANGCHAIN_TAG_API_KEY or OPENAI_API_KEY)",
     )
     p.add_argument("--ray-address", metavar="ADDR", help='with --engine ray: a Ray cluster to join (e.g. "auto")')
-    p.add_argument("--ray-workers", type=_positive_int, default=1, help="with --engine ray: HTTP workers (Ray actors)")
+    p.add_argument(
+        "--ray-workers",
+        type=_positive_int,
+        default=1,
+        help="with --engine ray: HTTP workers (Ray actors), sharing --max-concurrency between them",
+    )
     p.add_argument("--ray-batch-size", type=_positive_int, default=16, help="with --engine ray: rows per batch")
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
     p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")

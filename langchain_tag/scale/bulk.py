@@ -65,6 +65,7 @@ __all__ = [
     "amatch_corpus",
     "as_input_items",
     "awrite_results",
+    "failure_record",
     "match_corpus",
     "read_inputs",
     "retriever_rules",
@@ -111,7 +112,7 @@ def result_record(item: InputItem, result: MatchResult, *, all_pairs: bool = Fal
     return record
 
 
-def _failure_record(item: InputItem, rules: Sequence[Rule], error: str, *, all_pairs: bool) -> dict[str, Any]:
+def failure_record(item: InputItem, rules: Sequence[Rule], error: str, *, all_pairs: bool) -> dict[str, Any]:
     """The result of an input none of whose pairs could be judged: every rule failed with ``error``."""
     record: dict[str, Any] = {
         "id": item.id,
@@ -281,7 +282,7 @@ class _Job:
         if isinstance(outcome, JudgmentsFailedError):
             outcome = outcome.result
         if isinstance(outcome, BaseException):
-            return _failure_record(item, self.rules, _one_line(outcome), all_pairs=self.all_pairs)
+            return failure_record(item, self.rules, _one_line(outcome), all_pairs=self.all_pairs)
         return result_record(item, outcome, all_pairs=self.all_pairs)
 
     def keys(self, item: InputItem) -> list[str]:

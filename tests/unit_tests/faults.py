@@ -70,6 +70,13 @@ MALFORMED_LOGPROBS: dict[str, object] = {
 """``logprobs["content"]`` values a broken server sent: each must be a failed judgment, never a verdict or a crash."""
 
 
+def named(fault: BaseException) -> str:
+    """How a failure report names ``fault``: ``HTTP <status>`` for an HTTP error (whichever client got it),
+    else its class name."""
+    status = getattr(fault, "status_code", None)
+    return f"HTTP {status}" if isinstance(status, int) else type(fault).__name__
+
+
 def injecting(
     base: Callable[[str], Reply],
     *,

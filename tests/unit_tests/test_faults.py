@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import httpx2
+import openai
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
@@ -19,7 +21,7 @@ from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
-from tests.unit_tests.faults import FAULTS, MALFORMED_LOGPROBS, CountingEndpoint, completion, injecting
+from tests.unit_tests.faults import FAULTS, MALFORMED_LOGPROBS, CountingEndpoint, completion, injecting, named
 
 
 def _verdicts(text: str) -> str:
@@ -64,7 +66,7 @@ async def test_persistent_fault_names_provider_and_rule(fault: str, rules: list[
     for result in (judge.judge("q", rules), await judge.ajudge("q", rules)):
         (failed,) = result.failed
         assert failed.rule_id == "R-002" and failed.attempts == 2
-        assert type(FAULTS[fault]()).__name__ in (failed.error or "") and "FakeChatModel" in (failed.error or "")
+        assert named(FAULTS[fault]()) in (failed.error or "") and "FakeChatModel" in (failed.error or "")
         assert [j.rule_id for j in result.matched] == ["R-001", "R-004"]
 
 
@@ -334,3 +336,20 @@ def test_debug_logging_masks_credentials_in_the_http_clients_logs(caplog: pytest
         root.removeHandler(handler)
     assert any(type(f).__name__ == "RedactingFilter" for f in handler.filters)
     assert _leaks(caplog.text) == [] and "200 OK" in caplog.text and "***@llm.example.test" in caplog.text
+
+
+def test_an_http_fault_is_described_by_its_status_and_the_servers_words_whichever_client_got_it() -> None:
+    """The in-process client's error and the Ray engine's replayed one read the same (no client class names)."""
+    from langchain_tag.calls.faults import ReportedFault, describe_error, http_error, is_permanent, server_message
+
+    request = httpx2.Request("POST", "http://127.0.0.1:1/v1/chat/completions")  # the openai client's HTTP library
+    body = {"error": {"message": "the model crashed", "type": "server_error"}}
+    response = httpx2.Response(500, request=request, json=body)
+    in_process = openai.InternalServerError("Error code: 500 - ...", response=response, body=body["error"])
+    replayed = ReportedFault(http_error(500, server_message(json.dumps(body))))
+    assert describe_error(in_process) == describe_error(replayed) == "HTTP 500: the model crashed"
+    assert is_transient(replayed) and not is_permanent(replayed)
+    too_long = ReportedFault("HTTP 400: context length exceeded")
+    assert is_permanent(too_long) and describe_error(too_long) == "HTTP 400: context length exceeded"
+    bare = openai.BadRequestError("Error code: 400", response=httpx2.Response(400, request=request), body=None)
+    assert describe_error(bare) == "HTTP 400"

@@ -184,7 +184,13 @@ def test_core_runs_the_readme_example_with_runtime_and_extras_blocked() -> None:
 
 
 LAYERS = (
-    ("langchain_tag.errors", "langchain_tag.rules", "langchain_tag.jsonl", "langchain_tag.registry"),
+    (
+        "langchain_tag.errors",
+        "langchain_tag.rules",
+        "langchain_tag.jsonl",
+        "langchain_tag.registry",
+        "langchain_tag.lazy",
+    ),
     ("langchain_tag.calls",),
     ("langchain_tag.judging", "langchain_tag.extraction", "langchain_tag.executors"),
     (

@@ -15,6 +15,7 @@ import json
 import math
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -72,6 +73,8 @@ class FakeEndpoint:
     def __init__(self) -> None:
         self.failing: dict[str, str] = {}
         self.bodies: list[dict[str, Any]] = []
+        self.delay = 0.0
+        self.in_flight = self.most_in_flight = 0
         self._lock = threading.Lock()
         endpoint = self
 
@@ -80,6 +83,11 @@ class FakeEndpoint:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with endpoint._lock:
                     endpoint.bodies.append(body)
+                    endpoint.in_flight += 1
+                    endpoint.most_in_flight = max(endpoint.most_in_flight, endpoint.in_flight)
+                time.sleep(endpoint.delay)
+                with endpoint._lock:
+                    endpoint.in_flight -= 1
                 status, payload = endpoint.reply(body)
                 data = payload.encode()
                 self.send_response(status)
@@ -168,6 +176,8 @@ def module_endpoint() -> Iterator[FakeEndpoint]:
 def endpoint(module_endpoint: FakeEndpoint) -> FakeEndpoint:
     module_endpoint.failing = {}
     module_endpoint.bodies.clear()
+    module_endpoint.delay = 0.0
+    module_endpoint.most_in_flight = 0
     return module_endpoint
 
 
@@ -409,7 +419,9 @@ def test_read_chat_response() -> None:
     text_only = read_chat_response(200, json.dumps({"choices": [{"message": {"content": "NO"}}]}))
     assert (text_only["error"], text_only["p_yes"], text_only["logprobs"]) == ("", None, "")
 
-    assert read_chat_response(503, "busy")["error"] == "HTTP 503: 'busy'"
+    assert read_chat_response(503, "busy")["error"] == "HTTP 503: busy"
+    crashed = json.dumps({"error": {"message": "the model crashed", "type": "server_error"}})
+    assert read_chat_response(500, crashed)["error"] == "HTTP 500: the model crashed"  # the server's own words
     assert read_chat_response(200, "<html>")["error"].startswith("unreadable response")
     assert read_chat_response(200, json.dumps({"choices": []}))["error"].startswith("unreadable response")
     assert (
@@ -470,3 +482,67 @@ def test_a_base_url_with_credentials_or_a_query_is_sent_to_as_the_in_process_cli
         {"Authorization": "Bearer k"},
     )
     assert chat_completions_request("http://h/v1/")[1] == {}
+
+
+def test_cli_engines_write_the_same_records_when_an_input_fails_completely(
+    local_ray: None,
+    endpoint: FakeEndpoint,
+    rules: list[Rule],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An input every request of which fails (the endpoint answers 500) gets the same record from both engines."""
+    from langchain_openai import ChatOpenAI
+
+    import langchain_tag.local.models as models
+    from langchain_tag.cli.main import EXIT_JUDGMENTS_FAILED, main
+    from langchain_tag.rules import save_rules
+
+    def judge_llm(**kw: Any) -> ChatOpenAI:
+        return ChatOpenAI(base_url=endpoint.base_url, model=MODEL, api_key=SecretStr("sk-test"), max_retries=0)
+
+    monkeypatch.setattr(models, "get_chat_model", judge_llm)
+    inputs = tmp_path / "inputs.jsonl"
+    texts = [INPUTS[0], f"x = 1\n{CRASH}", INPUTS[1]]
+    inputs.write_text("".join(json.dumps({"id": f"in-{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    argv = ["match", "--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "rules.jsonl")), "--raw"]
+
+    process = [*argv, "-o", str(tmp_path / "process.jsonl"), "--verdicts", str(tmp_path / "p.sqlite")]
+    ray = [*argv, "-o", str(tmp_path / "ray.jsonl"), "--verdicts", str(tmp_path / "r.sqlite"), "--engine", "ray"]
+    assert main(process) == EXIT_JUDGMENTS_FAILED
+    assert main(ray) == EXIT_JUDGMENTS_FAILED
+
+    written = (tmp_path / "ray.jsonl").read_text()
+    assert written == (tmp_path / "process.jsonl").read_text()
+    failed = json.loads(written.splitlines()[1])
+    assert failed["id"] == "in-1" and failed["matched"] == []
+    assert {f["rule_id"] for f in failed["failed"]} == {r.rule_id for r in rules}
+    assert "RayRequestError" not in written
+
+
+def test_ray_keeps_max_concurrency_requests_in_flight_and_no_more(
+    local_ray: None, endpoint: FakeEndpoint, rules: list[Rule], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A worker sends its batches' requests side by side, up to ``max_concurrency`` (a hard cap), quietly."""
+    endpoint.delay = 0.3
+    _, for_ray, _ = twin_retrievers(rules, calibration=None)
+    texts = [f"{text}\n# {i}" for i, text in enumerate(INPUTS * 3)]  # 9 inputs x 5 rules: 45 requests
+    capfd.readouterr()
+
+    run = judge_with_ray(
+        for_ray, texts, base_url=endpoint.base_url, model=MODEL, batch_size=4, max_concurrency=4, retry_backoff=0
+    )
+
+    assert run.sent == len(endpoint.bodies) == len(texts) * len(rules) and not run.failures
+    assert endpoint.most_in_flight == 4  # side by side (one at a time before), never above the cap
+    err = capfd.readouterr().err
+    assert " INFO " not in err and "Starting execution" not in err  # Ray's INFO logging kept out of the terminal
+
+
+def test_ray_workers_share_the_cap() -> None:
+    """Each of the most workers gets an equal share of ``max_concurrency`` (at least one request)."""
+    from langchain_tag.scale.ray_data.job import _blocks, _most_workers
+
+    assert [_most_workers(c) for c in (1, 3, (1, 4))] == [1, 3, 4]
+    assert _blocks(400, 16, 1) == 2 and _blocks(100, 16, 1) == 1  # 16 batches a block at most
+    assert _blocks(20, 16, 4) == 2 and _blocks(100, 16, 4) == 4  # a block per worker, no more than the batches

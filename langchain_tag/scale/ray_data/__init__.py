@@ -110,9 +110,14 @@ served by vLLM (``ChatOpenAI(base_url=<vllm serve>/v1, model=...)``), so the
 cache keys name the same model.
 """
 
-from langchain_tag.scale.ray_data.job import RayJudgeRun, RayRequestError, RayRequestFailure, judge_with_ray
-from langchain_tag.scale.ray_data.processor import ReplySession, build_judge_processor, init_local_ray
-from langchain_tag.scale.ray_data.requests import OUTPUT_COLUMNS, chat_request_body, read_chat_response
+from typing import TYPE_CHECKING
+
+from langchain_tag.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_tag.scale.ray_data.job import RayJudgeRun, RayRequestError, RayRequestFailure, judge_with_ray
+    from langchain_tag.scale.ray_data.processor import ReplySession, build_judge_processor, init_local_ray
+    from langchain_tag.scale.ray_data.requests import OUTPUT_COLUMNS, chat_request_body, read_chat_response
 
 __all__ = [
     "OUTPUT_COLUMNS",
@@ -126,3 +131,21 @@ __all__ = [
     "judge_with_ray",
     "read_chat_response",
 ]
+
+_MODULES = {
+    "OUTPUT_COLUMNS": "requests",
+    "RayJudgeRun": "job",
+    "RayRequestError": "job",
+    "RayRequestFailure": "job",
+    "ReplySession": "processor",
+    "build_judge_processor": "processor",
+    "chat_request_body": "requests",
+    "init_local_ray": "processor",
+    "judge_with_ray": "job",
+    "read_chat_response": "requests",
+}
+"""Where each name lives, imported on first use: a Ray worker unpickling the pipeline's steps
+(:mod:`~langchain_tag.scale.ray_data.requests`) imports neither the retriever nor the job."""
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())

@@ -12,10 +12,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, chat_model_of, redact_url
+from langchain_tag.calls.faults import ReportedFault, client_retries, is_permanent
+from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, chat_model_of, describe_model, redact_url
 from langchain_tag.calls.recorded import RecordedReplies, prompt_key
 from langchain_tag.calls.verdict_cache import VerdictStore
-from langchain_tag.errors import ProviderError, TagError
+from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.judge import resolve_judge_prompt
 from langchain_tag.judging.pairs import PairRequest
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
 __all__ = ["RayJudgeRun", "RayRequestError", "RayRequestFailure", "judge_endpoint", "judge_with_ray"]
 
 logger = logging.getLogger(__name__)
+
+BATCHES_PER_BLOCK = 16
+"""Most batches in one block of the job's rows. A worker runs a block's batches side by side (Ray Data runs up
+to 4 of an async stage at once; the session's gate caps the requests), but its requests in flight drain at
+the end of each block, and a block's replies reach the verdict cache when it ends (what a kill loses):
+16 batches of 16 rows keep 8 requests in flight 98 % of the time and lose at most 256 replies a worker."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,9 @@ class RayJudgeRun:
             :meth:`ApplicabilityRetriever.match` gives them (failed judgments
             counted as NO, with their error).
         failures: The requests that failed after their last attempt.
+        input_errors: The inputs none of whose judgments could be made (every request failed, or a
+            reference judgment the calibration needs): input index -> the error, as the in-process
+            job reports it (:class:`~langchain_tag.errors.ProviderError`).
         requested: Distinct requests the job needed (inputs, halves, references).
         cached: Of those, how many the verdict cache already held (not sent).
         sent: How many were sent through Ray (``requested - cached``).
@@ -75,6 +85,7 @@ class RayJudgeRun:
 
     results: list[MatchResult] = field(default_factory=list)
     failures: list[RayRequestFailure] = field(default_factory=list)
+    input_errors: dict[int, str] = field(default_factory=dict)
     requested: int = 0
     cached: int = 0
     sent: int = 0
@@ -96,6 +107,12 @@ class _Pending:
     reference: bool
     attempts: int = 0
     error: str = ""
+    reply: tuple[str, dict[str, Any] | None] | None = None  # a reply that is not a verdict
+
+    @property
+    def final(self) -> bool:
+        """Whether sending it again cannot help: it failed with a permanent HTTP status."""
+        return is_permanent(ReportedFault(self.error))
 
 
 def judge_with_ray(
@@ -108,7 +125,8 @@ def judge_with_ray(
     extra_body: Mapping[str, Any] | None = None,
     concurrency: int | tuple[int, int] = 1,
     batch_size: int = 16,
-    max_attempts: int = 2,
+    max_concurrency: int | None = None,
+    max_attempts: int | None = None,
     retry_backoff: float = 1.0,
     timeout: float = 120.0,
     num_cpus: float = 0.25,
@@ -135,7 +153,14 @@ def judge_with_ray(
             ``extra_body`` (``{"cache_prompt": True}`` for the embedded model).
         concurrency: HTTP workers (see :func:`build_judge_processor`).
         batch_size: Rows per batch a worker takes.
-        max_attempts: Passes a request may take before it is reported failed.
+        max_concurrency: Most requests in flight at once over all workers
+            together (each of the most workers gets an equal share, at least
+            one); ``None``: the retriever's ``max_concurrency``.
+        max_attempts: Passes a request may take before it is reported failed;
+            ``None``: as many requests as the in-process job sends for a
+            transient fault (one more than the judge model's client retries,
+            else the judge's ``max_attempts``), so both write the same record.
+            A permanent fault (HTTP 400, 401, 403, 404, 413, 422) is not sent again.
         retry_backoff: Seconds before the first resend pass, doubled for each further one.
         timeout: Seconds allowed per request.
         num_cpus: CPUs reserved per HTTP worker.
@@ -155,6 +180,9 @@ def judge_with_ray(
     require_ray()
     if isinstance(inputs, str):
         raise ValueError("inputs must be a sequence of inputs, not one string")
+    if max_attempts is None:
+        retried = client_retries(retriever.llm)
+        max_attempts = 1 + retried if retried else retriever.judge.max_attempts
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
     if retriever.cache is None:
@@ -164,6 +192,9 @@ def judge_with_ray(
     judge = chat_judge(retriever.judge, "judge_with_ray")
     rules = rules_from_documents(rule_documents(retriever.rules))
     queries = list(inputs)
+    cap = retriever.max_concurrency if max_concurrency is None else max_concurrency
+    if cap < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {cap}")
     if processor is None:
         endpoint = judge_endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
         processor = build_judge_processor(
@@ -171,6 +202,7 @@ def judge_with_ray(
             max_tokens=1 if judge.verdict_format == "token" else None,
             concurrency=concurrency,
             batch_size=batch_size,
+            max_in_flight=max(1, cap // _most_workers(concurrency)),
             num_cpus=num_cpus,
             timeout=timeout,
         )
@@ -180,7 +212,14 @@ def judge_with_ray(
         return run
     pending = _plan(judge, queries, rules, run)
     failed = _send(
-        judge, processor, pending, run, max_attempts=max_attempts, retry_backoff=retry_backoff, block_rows=batch_size
+        judge,
+        processor,
+        pending,
+        run,
+        max_attempts=max_attempts,
+        retry_backoff=retry_backoff,
+        batch_size=batch_size,
+        workers=_most_workers(concurrency),
     )
     run.failures = [
         RayRequestFailure(
@@ -195,7 +234,7 @@ def judge_with_ray(
         for p in failed
         for q in p.queries
     ]
-    run.results = _results(retriever, queries, rules, failed)
+    run.results = _results(retriever, queries, rules, failed, run.input_errors)
     return run
 
 
@@ -264,12 +303,14 @@ def _send(
     *,
     max_attempts: int,
     retry_backoff: float,
-    block_rows: int,
+    batch_size: int,
+    workers: int,
 ) -> list[_Pending]:
     """Run the pending requests through Ray in passes, recording replies; return those still failing."""
     import ray.data
 
     started = time.perf_counter()
+    finished: list[_Pending] = []  # failed for good (a permanent fault): not sent again
     for attempt in range(1, max_attempts + 1):
         if not pending:
             break
@@ -281,32 +322,45 @@ def _send(
         ]
         for p in pending:
             p.attempts += 1
-            p.error = "no output row for this request"
+            p.error, p.reply = "no output row for this request", None
         run.passes += 1
         run.calls += len(rows)
         # Blocks of consecutive rows keep each input's requests together (input-major) in few tasks.
-        dataset: Dataset = processor(ray.data.from_items(rows, override_num_blocks=_blocks(len(rows), block_rows)))
+        blocks = _blocks(len(rows), batch_size, workers)
+        dataset: Dataset = processor(ray.data.from_items(rows, override_num_blocks=blocks))
         for row in _output_rows(dataset):
             entry = pending[int(row["order"])]
             error = str(row.get("__inference_error__") or row.get("error") or "")
             if not error:
+                text, logprobs = str(row.get("text") or ""), _logprobs(row.get("logprobs"))
                 judgment = judge.record(
                     entry.request,
-                    str(row.get("text") or ""),
-                    _logprobs(row.get("logprobs")),
+                    text,
+                    logprobs,
                     prompt_tokens=int(row.get("prompt_tokens") or 0),
                     completion_tokens=int(row.get("completion_tokens") or 0),
                 )
                 error = judgment.error or ""
+                entry.reply = (text, logprobs) if error else None
+            elif row.get("text"):  # the pipeline read a reply that is not a verdict
+                entry.reply = (str(row["text"]), _logprobs(row.get("logprobs")))
             entry.error = error
-        pending = [p for p in pending if p.error]
+        failed = [p for p in pending if p.error]
+        finished.extend(p for p in failed if p.final)
+        pending = [p for p in failed if not p.final]
     run.seconds = time.perf_counter() - started
-    return pending
+    return [*finished, *pending]
 
 
-def _blocks(rows: int, block_rows: int) -> int:
-    """How many blocks hold ``rows`` rows, ``block_rows`` (a batch) each."""
-    return max(1, -(-rows // max(1, block_rows)))
+def _most_workers(concurrency: int | tuple[int, int]) -> int:
+    """The most HTTP workers Ray may run for ``concurrency`` (``n`` or ``(m, n)``)."""
+    return max(1, concurrency[1] if isinstance(concurrency, tuple) else concurrency)
+
+
+def _blocks(rows: int, batch_size: int, workers: int) -> int:
+    """Blocks for ``rows`` rows: one per worker (no more than there are batches), more past 16 batches a block."""
+    batches = -(-rows // max(1, batch_size))
+    return max(1, min(workers, batches), -(-batches // BATCHES_PER_BLOCK))
 
 
 def _output_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
@@ -325,7 +379,7 @@ def _logprobs(value: Any) -> dict[str, Any] | None:
 
 
 # --------------------------------------------------------------------------- results
-class RayRequestError(TagError, RuntimeError):
+class RayRequestError(ReportedFault):
     """A request that failed in the Ray job, replayed to the judge so its judgment reports the failure."""
 
 
@@ -343,14 +397,21 @@ class _RayReplies(RecordedReplies):
 
 
 def _results(
-    retriever: ApplicabilityRetriever, queries: Sequence[str], rules: Sequence[Rule], failed: Sequence[_Pending]
+    retriever: ApplicabilityRetriever,
+    queries: Sequence[str],
+    rules: Sequence[Rule],
+    failed: Sequence[_Pending],
+    input_errors: dict[int, str],
 ) -> list[MatchResult]:
-    """Each input's result: ``retriever.match`` when all its requests were answered, else a replay of the failures."""
+    """Each input's result: ``retriever.match`` when all its requests were answered, else a replay of the failures.
+
+    An input none of whose judgments could be made gets its error in ``input_errors`` (by index).
+    """
     failed_queries = {q for p in failed for q in p.queries}
     references_failed = any(p.reference for p in failed)
     stand_in: ApplicabilityRetriever | None = None
     results = []
-    for query in queries:
+    for index, query in enumerate(queries):
         if not references_failed and query not in failed_queries:
             result = retriever.match(query)
             if result.calls:
@@ -365,6 +426,7 @@ def _results(
         try:
             results.append(stand_in.match(query))
         except ProviderError as exc:  # every judgment (or every reference judgment) of this input failed
+            input_errors[index] = str(exc)
             predicate = resolve_judge_prompt(retriever.predicate).name
             judgments = [Judgment(rule_id=r.rule_id, error=str(exc), attempts=1) for r in rules]
             results.append(MatchResult(query=query, predicate=predicate, judgments=judgments))
@@ -376,7 +438,10 @@ def _stand_in(retriever: ApplicabilityRetriever, failed: Sequence[_Pending]) -> 
     llm = chat_model_of(retriever.llm)
     found = getattr(llm, "openai_api_base", None)
     replies = _RayReplies(
-        errors={prompt_key(p.request.messages): p.error for p in failed},
+        errors={prompt_key(p.request.messages): p.error for p in failed if p.reply is None},
+        replies={prompt_key(p.request.messages): p.reply for p in failed if p.reply is not None},
+        described_as=describe_model(retriever.llm),
+        max_retries=client_retries(retriever.llm),
         model_name=getattr(llm, "model_name", None) or "ray-data",
         base_url=redact_url(found) if isinstance(found, str) else None,
         metadata={IDENTITY_METADATA_KEY: retriever.judge.model_identity},

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from langchain_tag.calls.faults import http_error, server_message
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.pairs import read_reply
 
@@ -80,7 +81,7 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
         row["error"] = transport_error
         return row
     if not 200 <= status < 300:
-        row["error"] = f"HTTP {status}: {_preview(body)}"
+        row["error"] = http_error(status, server_message(body))
         return row
     try:
         data = json.loads(body)

@@ -24,7 +24,7 @@ LOOPBACK = ["127.0.0.1", "::1"]
 class ModelsServer:
     """A fake OpenAI-compatible ``GET /v1/models`` on 127.0.0.1 reporting the models it was given."""
 
-    def __init__(self, *entries: dict[str, Any]) -> None:
+    def __init__(self, *entries: dict[str, Any], stalls: int = 0, stall: float = 0.0) -> None:
         listing = json.dumps({"object": "list", "data": list(entries)}).encode()
         self.paths: list[str] = []
         paths = self.paths
@@ -32,6 +32,8 @@ class ModelsServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 paths.append(self.path)
+                if len(paths) <= stalls:  # busy: the first requests are answered too late
+                    time.sleep(stall)
                 status, body = (200, listing) if self.path.startswith("/v1/models") else (404, b"{}")
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -113,6 +115,26 @@ def test_a_real_chat_openai_on_a_local_server_is_named_by_its_model(servers: lis
     servers.append(server)
     llm = ChatOpenAI(model="judge", base_url=server.url("localhost"), api_key="k")  # type: ignore[arg-type]
     assert model_identity(llm) == "judge@judge.gguf"
+
+
+@pytest.mark.enable_socket
+def test_a_server_too_busy_to_answer_at_once_is_asked_again(
+    servers: list[ModelsServer], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lookup that times out is tried again, so a busy server does not change the judge's identity."""
+    pytest_socket.socket_allow_hosts(LOOPBACK, allow_unix_socket=True)
+    monkeypatch.setattr(identity, "LOOKUP_TIMEOUT", 0.2)
+    busy = ModelsServer({"id": "judge.gguf"}, stalls=1, stall=0.6)
+    servers.append(busy)
+    assert model_identity(_local(busy.url(), "judge")) == "judge@judge.gguf"
+    assert len(busy.paths) == 2 and not caplog.records
+
+    stuck = ModelsServer({"id": "judge.gguf"}, stalls=99, stall=0.4)
+    servers.append(stuck)
+    with caplog.at_level(logging.WARNING, logger="langchain_tag.calls.identity"):
+        assert model_identity(_local(stuck.url(), "judge")) == "judge"
+    assert len(stuck.paths) == identity.LOOKUP_ATTEMPTS
+    assert "did not answer within" in caplog.text and IDENTITY_METADATA_KEY in caplog.text
 
 
 def test_without_a_server_or_with_sockets_blocked_the_identity_is_the_model_name_at_once() -> None:

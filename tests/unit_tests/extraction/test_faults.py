@@ -15,7 +15,7 @@ from langchain_tag.errors import ProviderError
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.extraction.report import ExtractionResult
 from langchain_tag.testing import FakeChatModel, Reply, fake_extraction_reply
-from tests.unit_tests.faults import FAULTS, CountingEndpoint, injecting
+from tests.unit_tests.faults import FAULTS, CountingEndpoint, injecting, named
 
 POLICY = """Refunds
 =======
@@ -146,7 +146,7 @@ def test_persistent_fault_is_reported_naming_provider_and_call(fault: str) -> No
     result, _ = _run(injecting(fake_extraction_reply, when=_targets(3), fault=lambda t, g: FAULTS[fault]()))
     failures = result.report.failures
     assert failures and all(f.phase == 3 and f.attempts == 2 for f in failures)
-    assert all(type(FAULTS[fault]()).__name__ in f.error and "FakeChatModel" in f.error for f in failures)
+    assert all(named(FAULTS[fault]()) in f.error and "FakeChatModel" in f.error for f in failures)
     assert result.rules and result.report.uncovered_spans
 
 
@@ -156,7 +156,7 @@ def test_every_call_failing_is_an_error_naming_provider_and_call() -> None:
     message = str(caught.value)
     assert "span detection call failed at FakeChatModel" in message
     assert "phase 1 (span detection) call 'policy#" in message and "after 2 attempt(s)" in message
-    assert "RateLimitError: Error code: 429" in message
+    assert "HTTP 429: Rate limit reached" in message
 
 
 class RetryingClient(FakeChatModel):
