@@ -27,6 +27,8 @@ from typing import Any, NoReturn
 from typing_extensions import override
 
 from langchain_tag.calls.identity import install_redaction, redact_urls
+from langchain_tag.cli.cascade import CASCADE_EPILOG, add_cascade_options
+from langchain_tag.cli.output import write_records
 from langchain_tag.executors import EXECUTOR_PROMPTS
 from langchain_tag.graph import MODES
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
@@ -213,11 +215,13 @@ def _bulk_match_asked(args: argparse.Namespace) -> bool:
     if args.inputs is None:
         if args.input is None:
             args.usage_error('give the input text (or "-" for stdin), or --inputs FILE for a JSONL file of inputs')
-        if args.output is not None or args.all_pairs or args.engine != "process":
-            args.usage_error("-o/--output, --all-pairs and --engine go with --inputs FILE")
+        if args.output is not None or args.all_pairs or args.engine != "process" or args.cascade:
+            args.usage_error("-o/--output, --all-pairs, --engine and --cascade go with --inputs FILE")
         return False
     if args.input is not None:
         args.usage_error("give either one input or --inputs FILE, not both")
+    if args.cascade and (args.engine != "process" or args.decisions):
+        args.usage_error("--cascade runs in this process with a chat judge: not with --engine ray or --decisions")
     if args.k is not None:
         args.usage_error("--k applies to a single input; --inputs lists every matched rule")
     return True
@@ -258,6 +262,10 @@ def _cmd_match_inputs(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules)
     judge = _decisions_model() if args.decisions else get_chat_model(role="judge")
     retriever = _judging_retriever(args, judge, rules, context_tokens=ModelConfig.from_env().context_window())
+    if args.cascade:
+        from langchain_tag.cli.cascade import run_cascade
+
+        return run_cascade(args, items, retriever)
     return _write_corpus(args, items, retriever)
 
 
@@ -325,7 +333,7 @@ def _with_unsendable(
 
 def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) -> int:
     """Match every input, write one JSON line each to ``args.output`` (stdout for "-"), and sum up on stderr."""
-    from langchain_tag.scale.bulk import match_corpus, write_results
+    from langchain_tag.scale.bulk import match_corpus
 
     tally = {"matched": 0, "failed": 0, "inputs_failed": 0}
 
@@ -343,14 +351,7 @@ def _write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) ->
 
     ray = getattr(args, "engine", "process") == "ray"
     results = counted(_with_unsendable(args, items, retriever, judge) if ray else judge(items))
-    output = args.output or "-"
-    if output == "-":
-        for record in results:
-            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-    else:
-        write_results(results, output)
-    where = "stdout" if output == "-" else output
+    where = write_records(results, args.output)
     failed = f", {tally['failed']} failed judgments on {tally['inputs_failed']} inputs" if tally["failed"] else ""
     print(f"{len(items)} inputs, {tally['matched']} matched rules{failed}; wrote {where}", file=sys.stderr)
     if not items:
@@ -623,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="list the rules whose condition the input satisfies",
         description="List the rules whose condition the input satisfies; with --inputs, those of every input.",
-        epilog=MATCH_EPILOG,
+        epilog=MATCH_EPILOG + "\n" + CASCADE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("input", nargs="?", help='the input text, or "-" to read it from stdin (or give --inputs)')
@@ -683,6 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
         "inputs are judged side by side to keep that many busy",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_cascade_options(p)
     p.set_defaults(func=_cmd_match, usage_error=p.error)
 
     p = sub.add_parser("run", parents=[common], help="retrieve with a mode and run the executor")

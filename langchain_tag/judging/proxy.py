@@ -49,6 +49,7 @@ __all__ = [
     "cosine",
     "fit_logistic",
     "fit_proxy",
+    "log_odds_feature",
 ]
 
 ProxyKind = Literal["cosine", "learned"]
@@ -120,10 +121,11 @@ class PairFeatures:
         p_yes = list(cheap_p_yes)
         if len(p_yes) != len(cosines):
             raise ValueError(f"cheap_p_yes must be paired with pairs: got {len(p_yes)} and {len(cosines)}")
-        return [[c, _log_odds(p)] for c, p in zip(cosines, p_yes, strict=True)]
+        return [[c, log_odds_feature(p)] for c, p in zip(cosines, p_yes, strict=True)]
 
 
-def _log_odds(p: Any) -> float:
+def log_odds_feature(p: Any) -> float:
+    """A cheap judge's P(YES) as a feature: its log-odds, 0 when it gave none (``None`` or NaN)."""
     if p is None:
         return 0.0
     value = float(p)

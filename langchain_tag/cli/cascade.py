@@ -1,0 +1,134 @@
+"""``langchain-tag match --inputs F --cascade``: the bulk job as a cascade with a guarantee.
+
+The options (:func:`add_cascade_options`) and the run (:func:`run_cascade`) of
+:func:`~langchain_tag.scale.cascade_job.cascade_corpus` on the command line: the packaged MiniLM proxy by
+default, a cheap LLM judge as a feature with ``--cheap-model``, one JSON line per input, the report on stderr
+(and as JSON with ``--cascade-report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CASCADE_EPILOG", "add_cascade_options", "run_cascade"]
+
+CASCADE_EPILOG = """\
+with --cascade, a strong-judge label budget of pairs drawn at random (seeded) fixes proxy thresholds such
+that, with probability >= 1 - delta, the job keeps >= --target-recall of the pairs the judge alone would
+say YES to (and, with --target-precision, that share of its YES are the judge's YES); only the pairs the
+proxy cannot clear go to the judge. Each "matched" entry then carries "judge": "strong" or "proxy".
+"""
+
+
+def _unit(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+def _open_unit(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
+    return value
+
+
+def _budget(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def add_cascade_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--cascade`` and its options to the ``match`` parser."""
+    group = parser.add_argument_group("cascade (with --inputs)")
+    group.add_argument(
+        "--cascade",
+        action="store_true",
+        help="decide the pairs a cheap proxy is sure of without the judge, with a stated guarantee (see below)",
+    )
+    group.add_argument(
+        "--target-recall",
+        type=_unit,
+        metavar="R",
+        help="least share of the judge's YES kept (default 0.95 unless only --target-precision is given)",
+    )
+    group.add_argument("--target-precision", type=_unit, metavar="P", help="least share of YES that are the judge's")
+    group.add_argument(
+        "--delta", type=_open_unit, default=0.05, help="chance a target does not hold (default: %(default)s)"
+    )
+    group.add_argument(
+        "--label-budget", type=_budget, default=400, help="pairs the judge labels first (default: %(default)s)"
+    )
+    group.add_argument(
+        "--proxy",
+        choices=("cosine", "learned"),
+        default="cosine",
+        help="cosine of the packaged MiniLM embeddings (default), or a logistic regression on it (and on "
+        "--cheap-model's log-odds) fitted on half the labels",
+    )
+    group.add_argument(
+        "--cheap-model",
+        metavar="MODEL",
+        help="a cheap judge whose P(YES) is a feature of --proxy learned: a model name at the configured "
+        "endpoint, or 0.5b / 1.5b for an embedded model",
+    )
+    group.add_argument("--seed", type=int, default=0, help="seed of the label draw (default: %(default)s)")
+    group.add_argument("--cascade-report", metavar="FILE", help="also write the cascade's report here (JSON)")
+
+
+def run_cascade(args: argparse.Namespace, items: list[Any], retriever: Any) -> int:
+    """Run the cascade job over ``items`` with ``retriever`` as the strong judge; write the records and report.
+
+    Returns:
+        0, or 3 when some strong judgments failed (as ``match --inputs``).
+    """
+    from langchain_tag.cli.output import write_records
+    from langchain_tag.local.models import get_embeddings
+    from langchain_tag.scale.cascade_job import CascadeTargets, cascade_corpus
+
+    recall = args.target_recall
+    if recall is None and args.target_precision is None:
+        recall = 0.95
+    if args.cheap_model and args.proxy != "learned":
+        raise ValueError("--cheap-model adds a feature to the learned proxy: give --proxy learned too")
+    targets = CascadeTargets(
+        target_recall=recall,
+        target_precision=args.target_precision,
+        delta=args.delta,
+        label_budget=args.label_budget,
+        proxy=args.proxy,
+        seed=args.seed,
+    )
+    cheap = _cheap_retriever(args, retriever) if args.cheap_model else None
+    records, report = cascade_corpus(
+        items, retriever, get_embeddings(), targets=targets, cheap=cheap, all_pairs=args.all_pairs
+    )
+    where = write_records(records, args.output)
+    if args.cascade_report:
+        Path(args.cascade_report).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    matched = sum(len(r["matched"]) for r in records)
+    print(report.summary(), file=sys.stderr)
+    print(f"{len(items)} inputs, {matched} matched rules; wrote {where}", file=sys.stderr)
+    return 3 if report.failed else 0
+
+
+def _cheap_retriever(args: argparse.Namespace, strong: Any) -> Any:
+    """The strong retriever's settings with the ``--cheap-model`` judge (the embedded one for 0.5b/1.5b)."""
+    from langchain_tag.local.models import LOCAL_MODELS, ModelConfig, get_chat_model
+
+    cfg = ModelConfig.from_env()
+    if cfg.provider == "local" or args.cheap_model in LOCAL_MODELS:
+        if args.cheap_model not in LOCAL_MODELS:
+            raise ValueError(f"--cheap-model: the embedded models are {', '.join(LOCAL_MODELS)}")
+        cfg = dataclasses.replace(cfg, provider="local", local_model=args.cheap_model)
+    else:
+        cfg = dataclasses.replace(cfg, judge_model=args.cheap_model)
+    return strong.model_copy(update={"llm": get_chat_model(cfg, role="judge")})
