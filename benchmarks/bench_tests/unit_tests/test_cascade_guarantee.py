@@ -1,0 +1,54 @@
+"""The guaranteed-cascade replay: from recorded verdicts, no judge called."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from langchain_tag.rules import Rule, save_rules
+from langchain_tag.testing import HashingEmbeddings
+from langchain_tag_bench.cascade_guarantee import Pairs, load_pairs, prefilter, replay
+
+
+def _pairs(n: int = 3000, seed: int = 1) -> Pairs:
+    rng = random.Random(seed)
+    strong = [rng.random() < 0.12 for _ in range(n)]
+    rows = [[rng.gauss(1.5 if y else 0.0, 1.0)] for y in strong]
+    return Pairs(strong=strong, gold=list(strong), rows=rows, cheap_p=[None] * n)
+
+
+def test_replay_keeps_the_stated_recall_in_at_least_1_minus_delta_of_the_draws() -> None:
+    pairs = _pairs()
+    runs = [replay(pairs, seed=s, budget=400, target_recall=0.9, delta=0.1) for s in range(100)]
+    assert sum(held for _, held in runs) >= 90
+    assert all(out.share < 1.0 and out.precision == 1.0 for out, _ in runs)
+
+
+def test_prefilter_sends_the_top_cosine_pairs() -> None:
+    pairs = Pairs(
+        strong=[True, False, True, False],
+        gold=[True, False, True, False],
+        rows=[[0.9], [0.8], [0.1], [0.0]],
+        cheap_p=[None] * 4,
+    )
+    out = prefilter(pairs, 2)
+    assert out.share == 0.5 and out.recall == 0.5 and out.precision == 1.0
+
+
+def test_load_pairs_reads_the_job_and_the_all_pairs_output(tmp_path: Path) -> None:
+    (tmp_path / "inputs.jsonl").write_text(json.dumps({"id": "a", "text": "import os, sys\n"}) + "\n")
+    rules = [Rule(rule_id=code, rule_name=code, condition="c", action="a") for code in ("E401", "E501")]
+    save_rules(rules, tmp_path / "rules.jsonl")
+    record = {
+        "id": "a",
+        "matched": [],
+        "failed": [],
+        "pairs": [
+            {"rule_id": "E401", "applies": True, "p_yes": 0.9, "score": 0.9},
+            {"rule_id": "E501", "applies": False, "p_yes": 0.1, "score": 0.1},
+        ],
+    }
+    (tmp_path / "strong.jsonl").write_text(json.dumps(record) + "\n")
+    pairs = load_pairs(tmp_path, tmp_path / "strong.jsonl", None, "pycodestyle", HashingEmbeddings())
+    assert pairs.strong == [True, False] and pairs.gold == [True, False] and len(pairs.rows[0]) == 1
