@@ -16,7 +16,7 @@ state; either applies to that call only, also on a checkpointed thread.
 Judge runs are tagged ``tag_judge`` and ``nostream``, so their YES/NO tokens
 stay out of ``stream_mode="messages"``.
 
-Revise, then check (``check_rounds=N``, off by default): after each execute
+Revise, then check (``check_rounds=N``, 1 by default, 0 off): after each execute
 round a ``check`` node has the judge decide, for the revision, whether each
 rule the executor was given still holds (or each rule, with
 ``check_all_rules=True``). The rules that still hold are ``remaining``; while
@@ -236,7 +236,7 @@ class _Pipeline:
         extractor: RuleDocumentTransformer | None,
         embeddings: Embeddings | None,
         k: int,
-        check_rounds: int = 0,
+        check_rounds: int = 1,
         check_all_rules: bool = False,
     ) -> None:
         self.llm = llm
@@ -414,7 +414,7 @@ def build_tag_graph(
     k: int = 10,
     checkpointer: Any = None,
     unit_kind: UnitKind = "rules",
-    check_rounds: int = 0,
+    check_rounds: int = 1,
     check_all_rules: bool = False,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the extract -> retrieve -> execute graph, with the revise-then-check loop when asked.
@@ -438,9 +438,9 @@ def build_tag_graph(
         unit_kind: What a retriever other than an ``ApplicabilityRetriever`` returns: ``"rules"`` or ``"chunks"``.
         check_rounds: Extra execute rounds the check may ask for: after each round the judge checks the
             revision, and while rules still hold the executor gets them and its revision again, at most this
-            many times. ``0`` (the default) adds no check node: the graph and its calls are those of
-            extract -> retrieve -> execute. ``1`` gives one more round. See the module docstring for the
-            modes that check.
+            many times. ``1`` (the default) gives one more round; ``0`` adds no check node: the graph and its
+            calls are then those of extract -> retrieve -> execute. See the module docstring for the modes
+            that check.
         check_all_rules: Check each revision against every rule, not only the rules given to the executor.
 
     Returns:

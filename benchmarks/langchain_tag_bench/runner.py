@@ -324,6 +324,7 @@ class _Selector:
                 unit_kind=unit_kind,
                 mode=_GRAPH_MODES[method.selection],  # type: ignore[arg-type]
                 executor=self.task.executor_domain,
+                check_rounds=0,  # the paper's extract -> retrieve -> execute, as every recorded run measured it
             )
         return self._graphs[method.name]
 

@@ -476,6 +476,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         executor=args.domain,
         embeddings=get_embeddings() if args.mode == "similarity" else None,
         k=args.k,
+        check_rounds=args.check_rounds,
     )
     state = graph.invoke({"input": _read_input(args.input)})
     units = [str(d.metadata.get("rule_id") or d.metadata.get("chunk_id") or d.id) for d in state["retrieved"]]
@@ -706,6 +707,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=4,
         metavar="N",
         help="most judgments (model calls) in flight at once (default: %(default)s)",
+    )
+    p.add_argument(
+        "--check-rounds",
+        type=_non_negative_int,
+        default=1,
+        metavar="N",
+        help="tag mode: check the revision against the matched rules and give the executor up to N more rounds "
+        "with the ones it still breaks (default 1; 0: no check)",
     )
     p.add_argument("--json", action="store_true", help="print JSON: mode, what the executor was given, its output")
     p.set_defaults(func=_cmd_run)

@@ -319,7 +319,7 @@ def test_run_keeps_the_tag_modes_verdicts_and_refuses_a_sample_for_other_modes(
 
     monkeypatch.setattr(models, "get_chat_model", get_chat_model)
     path = save_rules(rules, tmp_path / "rules.jsonl")
-    argv = ["run", "x", "--rules", str(path), "--json", "--verdicts", str(tmp_path / "v.sqlite")]
+    argv = ["run", "x", "--rules", str(path), "--json", "--verdicts", str(tmp_path / "v.sqlite"), "--check-rounds", "0"]
     assert main(argv) == 0 and main(argv) == 0
     judged = [m.calls for m in made if any("RULE:" in p for p in m.prompts)]
     assert judged == [len(rules)]  # the second run's judge made no call: every verdict came from the file

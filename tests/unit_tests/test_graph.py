@@ -51,7 +51,7 @@ def test_modes_give_the_executor_what_they_should(
 ) -> None:
     executor = _executor()
     graph = build_tag_graph(
-        executor, judge_llm=fake_judge({"R-003"}), rules=[r.to_document() for r in rules], mode=mode
+        executor, judge_llm=fake_judge({"R-003"}), rules=[r.to_document() for r in rules], mode=mode, check_rounds=0
     )
     out = graph.invoke({"input": "def f():\n\treturn 1"})
     assert out["output"] == "DONE" and out["unit_kind"] == kind
@@ -158,7 +158,7 @@ def test_builder_errors() -> None:
 # ---------------------------------------------------------------- a graph as LangChain users run it
 def test_judged_mode_retriever_is_built_once_so_its_cache_serves_repeated_calls(rules: list[Rule]) -> None:
     judge = fake_judge({"R-002"})
-    graph = build_tag_graph(_executor(), judge_llm=judge, rules=[r.to_document() for r in rules])
+    graph = build_tag_graph(_executor(), judge_llm=judge, rules=[r.to_document() for r in rules], check_rounds=0)
     for _ in range(3):
         graph.invoke({"input": "same input"})
     assert judge.calls == len(rules)
@@ -192,7 +192,7 @@ def test_judge_tokens_stay_out_of_message_streams(rules: list[Rule]) -> None:
 def test_judge_runs_are_named_and_carry_their_rule_id(rules: list[Rule]) -> None:
     from langchain_core.tracers.context import collect_runs
 
-    graph = build_tag_graph(_executor(), judge_llm=fake_judge({"R-002"}), rules=rules)
+    graph = build_tag_graph(_executor(), judge_llm=fake_judge({"R-002"}), rules=rules, check_rounds=0)
     with collect_runs() as collector:
         graph.invoke({"input": "q"})
     judged: list[Any] = []
@@ -251,12 +251,16 @@ def test_a_verdict_cache_given_to_the_graph_is_shared_by_its_judged_modes(rules:
     cache = InMemoryVerdictCache()
     judge = fake_judge({"R-001"})
     graph = build_tag_graph(
-        _executor(), retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=cache, threshold=0.5)
+        _executor(),
+        retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=cache, threshold=0.5),
+        check_rounds=0,
     )
     graph.invoke({"input": "q"})
     calls = judge.calls
     again = build_tag_graph(
-        _executor(), retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=cache, threshold=0.5)
+        _executor(),
+        retriever=ApplicabilityRetriever(llm=judge, rules=rules, cache=cache, threshold=0.5),
+        check_rounds=0,
     )
     again.invoke({"input": "q"})
     assert calls == len(rules) and judge.calls == calls  # the second graph read every verdict from the cache
@@ -348,10 +352,16 @@ def test_check_rounds_zero_runs_no_check(rules: list[Rule]) -> None:
     assert judge.calls == len(rules) and executor.calls == 1
     assert out["rounds"] == 1 and out["checked"] == [] and out["remaining"] == []
     assert "check" not in graph.get_graph().nodes
-    default = build_tag_graph(_fixing_executor(set()), judge_llm=_marker_judge(), rules=rules)
-    assert "check" not in default.get_graph().nodes  # off unless asked for
     with pytest.raises(ValueError, match="check_rounds"):
         build_tag_graph(executor, judge_llm=judge, rules=rules, check_rounds=-1)
+
+
+def test_the_check_gives_one_more_round_by_default(rules: list[Rule]) -> None:
+    executor = _fixing_executor(set())  # never fixes anything: every matched rule still holds
+    graph = build_tag_graph(executor, judge_llm=_marker_judge(), rules=rules)
+    out = graph.invoke({"input": BROKEN})
+    assert "check" in graph.get_graph().nodes
+    assert out["rounds"] == 2 and executor.calls == 2 and out["remaining"]
 
 
 def test_check_all_rules_catches_a_rule_the_revision_broke(rules: list[Rule]) -> None:
