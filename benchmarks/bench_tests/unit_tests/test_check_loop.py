@@ -1,0 +1,46 @@
+"""The check-loop benchmark's scoring: ruff, not the judge, counts what each round left."""
+
+from __future__ import annotations
+
+from langchain_tag_bench.check_loop import RULE_CODES, _inputs, ruff_codes, score
+
+
+def test_ruff_codes_report_rule_codes_syntax_errors_and_undefined_names() -> None:
+    found = ruff_codes(["def f(x=[]):\n    return x\n", "logging.info(1)\n", "def f(:\n"], ["B006"])
+    assert "B006" in found[0] and "F821" in found[1] and found[2] & {"E999", "invalid-syntax"}
+
+
+def test_inputs_are_the_demos_then_cases_ruff_flags() -> None:
+    inputs = _inputs(5)
+    assert len(inputs) == 5 and inputs[0].startswith("def add_tag")
+
+
+def test_score_counts_violations_left_broken_outputs_and_judge_agreement() -> None:
+    inputs = ["def add_tag(tag, tags=[]):\n    return tags\n"]
+    fixed = "def add_tag(tag, tags=None):\n    return tags or []\n"
+    records = [
+        {
+            "input": 0,
+            "extra_rounds": 0,
+            "matched": ["R-001"],
+            "output": inputs[0],
+            "remaining_by_judge": ["R-001"],
+            "executor_calls": 1,
+            "seconds": 2.0,
+        },
+        {
+            "input": 0,
+            "extra_rounds": 1,
+            "matched": ["R-001"],
+            "output": fixed,
+            "remaining_by_judge": ["R-001"],
+            "executor_calls": 2,
+            "seconds": 5.0,
+        },
+    ]
+    rows = score(records, inputs)
+    assert "B006" in RULE_CODES["R-001"]
+    assert [r["violations_left"] for r in rows] == [1, 0]
+    assert [r["violations_in_inputs"] for r in rows] == [1, 1]
+    assert [r["judge_agrees_with_ruff"] for r in rows] == [1.0, 0.0]  # the judge still saw R-001 after the fix
+    assert [r["broken_outputs"] for r in rows] == [0, 0] and rows[1]["executor_calls"] == 2
