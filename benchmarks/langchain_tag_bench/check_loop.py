@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = score(records, inputs)
     print(f"# {len(inputs)} inputs, shipped demo rules, ruff codes per rule: {RULE_CODES}")
     print(
-        "| extra rounds | matched violations ruff finds (inputs -> outputs) | broken outputs (E999/F821) "
+        "| extra rounds | matched violations ruff finds (in -> out) | outputs the revision broke (syntax, F821) "
         "| judge agrees with ruff | executor calls | seconds (sum) |"
     )
     print("|---|---|---|---|---|---|")

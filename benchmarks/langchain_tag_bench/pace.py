@@ -42,7 +42,10 @@ from typing import Any
 
 from langchain_tag_bench.overhead import InstantEndpoint, rules
 
-__all__ = ["Row", "main", "run"]
+__all__ = ["WAYS", "Row", "main", "run"]
+
+WAYS = ("sync-cache", "async-cache", "sync", "async")
+"""The in-process rows (``--ways``): match_corpus / amatch_corpus, with and without the SQLite cache."""
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,9 @@ def run(
     ray: bool = False,
     ray_workers: int = 1,
     ray_batch_size: int = 16,
+    ways: Sequence[str] = WAYS,
 ) -> list[Row]:
-    """Time every row once on a fresh endpoint; return the rows."""
+    """Time every row of ``ways`` once on a fresh endpoint; return the rows (the bare client's always first)."""
     from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
     from langchain_tag.scale.bulk import match_corpus
 
@@ -176,6 +180,8 @@ def run(
             label = "SQLite cache" if cached else "no cache"
             for asynchronous in (False, True):
                 tag = f"{'async' if asynchronous else 'sync'}"
+                if f"{tag}{'-cache' if cached else ''}" not in ways:
+                    continue
                 cache = SQLiteVerdictCache(workdir / f"{tag}.sqlite") if cached else None
                 retriever = _retriever(base, rule_set, cache, max_concurrency)
                 name = f"{'amatch_corpus' if asynchronous else 'match_corpus'}, {label}"
@@ -199,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ray", action="store_true", help="add the Ray Data row (the ray extra)")
     parser.add_argument("--ray-workers", type=int, default=1)
     parser.add_argument("--ray-batch-size", type=int, default=16)
+    parser.add_argument("--ways", default=",".join(WAYS), help=f"in-process rows to time, of {','.join(WAYS)}")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tag-pace-") as workdir:
         rows = run(
@@ -210,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ray=args.ray,
             ray_workers=args.ray_workers,
             ray_batch_size=args.ray_batch_size,
+            ways=args.ways.split(","),
         )
     bare = rows[0].per_second
     endpoint = f"endpoint taking {args.delay:g} s a request" if args.delay > 0 else "instant endpoint"
@@ -226,8 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {row.max_in_flight} ({args.max_concurrency}) | {row.requests} |"
         )
     if args.ray:
-        in_process = next(r for r in rows if r.name == "match_corpus, SQLite cache").per_second
-        print(f"Ray / in process (match_corpus, SQLite cache): {rows[-1].per_second / in_process:.2f}x")
+        in_process = next((r for r in rows if r.name == "match_corpus, SQLite cache"), None)
+        if in_process is not None:
+            print(f"Ray / in process (match_corpus, SQLite cache): {rows[-1].per_second / in_process.per_second:.2f}x")
     summary = {r.name: {"per_second": round(r.per_second, 1), "max_in_flight": r.max_in_flight} for r in rows}
     print(json.dumps(summary))
     return 0
