@@ -354,11 +354,18 @@ def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[R
 
 
 def _inputs_at_once(max_concurrency: int | None, retriever: Judged, per_input: int) -> int:
-    """Inputs judged at the same time: enough to keep the cap's requests busy (the cap holds whatever it is)."""
+    """Inputs judged at the same time: enough to keep the cap's requests busy (the cap holds whatever it is).
+
+    One more than the cap holds at once when an input's requests do not fill the cap's places evenly: as its
+    last requests finish, the next input's fill the places they leave (20 rules with 8 in flight would otherwise
+    send 8, 8, then 4 and wait: a sixth of the pace). With one request at a time (a local server, whose prompt
+    cache wants each input's prompts together) the work stays input-major.
+    """
     if max_concurrency is not None and max_concurrency < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
     limit = retriever.max_concurrency if max_concurrency is None else max_concurrency
-    return max(1, math.ceil(limit / max(per_input, 1)))
+    per_input = max(per_input, 1)
+    return math.ceil(limit / per_input) + (1 if limit > 1 and per_input % limit else 0)
 
 
 def _capped(retriever: Judged, max_concurrency: int | None) -> Judged:

@@ -506,3 +506,29 @@ def test_an_input_that_cannot_be_encoded_fails_alone_in_the_library_job(rules: l
     assert [r["id"] for r in records] == ["ok-1", "bad"] and "error" not in records[0]
     assert "input 'bad' (line 2)" in records[1]["error"] and len(records[1]["failed"]) == len(rules)
     assert llm.calls == len(rules)  # the other input only
+
+
+def test_the_next_input_fills_the_places_an_inputs_last_requests_leave(rules: list[Rule]) -> None:
+    """5 rules with 4 in flight: the first input's fifth request runs beside the second input's, not alone."""
+    import re
+    import threading
+    import time
+
+    from langchain_tag.testing import FakeChatModel
+
+    lock, running, mixed = threading.Lock(), [], []
+
+    def respond(prompt: str) -> str:
+        found = re.search(r"item (\d+)", prompt)
+        with lock:
+            running.append(found.group(1) if found else "?")
+            mixed.append(len(set(running)) > 1)
+        time.sleep(0.02)
+        with lock:
+            running.remove(found.group(1) if found else "?")
+        return "NO"
+
+    retriever = ApplicabilityRetriever(llm=FakeChatModel(respond=respond), rules=rules, calibration=None)
+    items = [f"x = 1  # item {i}" for i in range(4)]
+    records = list(match_corpus(items, retriever, max_concurrency=4, show_progress=False))
+    assert len(records) == 4 and any(mixed)
