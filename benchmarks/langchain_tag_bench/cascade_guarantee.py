@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.judging.guarantee import guaranteed_thresholds, label_sample
-from langchain_tag.judging.proxy import PairFeatures, fit_proxy, log_odds_feature
+from langchain_tag.judging.guarantee import label_sample
+from langchain_tag.judging.proxy import PairFeatures, log_odds_feature
 from langchain_tag.rules import load_rules
+from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds
 
 __all__ = ["Outcome", "Pairs", "load_pairs", "main", "prefilter", "replay"]
 
@@ -120,15 +121,8 @@ def replay(
     n = len(pairs.strong)
     draw = label_sample(n, min(budget, n), seed=seed)
     labels = {i: pairs.strong[i] for i in draw}
-    test = labels
-    scorer = fit_proxy("cosine")
-    if proxy == "learned":
-        fit, rest = draw[: len(draw) // 2], draw[len(draw) // 2 :]
-        if len({labels[i] for i in fit}) == 2:
-            scorer = fit_proxy("learned", [pairs.rows[i] for i in fit], [labels[i] for i in fit])
-            test = {i: labels[i] for i in rest}
-    scores = scorer.scores(pairs.rows)
-    rule = guaranteed_thresholds(scores, test, target_recall=target_recall, delta=delta)
+    targets = CascadeTargets(target_recall=target_recall, delta=delta, label_budget=budget, proxy=proxy, seed=seed)
+    rule, _, scores = choose_thresholds(pairs.rows, labels, targets)  # as the cascade job chooses them
     decided, seen = [], 0
     for i, score in enumerate(scores):
         route = "strong" if i in labels else rule.route(score)

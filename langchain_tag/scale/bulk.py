@@ -37,7 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, Union
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, Union
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
@@ -59,12 +59,16 @@ if TYPE_CHECKING:
 Judged = Union["ApplicabilityRetriever", "CascadeRetriever"]
 """What the bulk job runs: a retriever (any judge behind it), or a cascade of two."""
 
+J = TypeVar("J", bound="ApplicabilityRetriever | CascadeRetriever")
+"""One of those, kept as its own type (:func:`capped_retriever`)."""
+
 __all__ = [
     "InputItem",
     "InputsError",
     "amatch_corpus",
     "as_input_items",
     "awrite_results",
+    "capped_retriever",
     "failure_record",
     "match_corpus",
     "read_inputs",
@@ -368,12 +372,12 @@ def _inputs_at_once(max_concurrency: int | None, retriever: Judged, per_input: i
     return math.ceil(limit / per_input) + (1 if limit > 1 and per_input % limit else 0)
 
 
-def _capped(retriever: Judged, max_concurrency: int | None) -> Judged:
+def capped_retriever(retriever: J, max_concurrency: int | None) -> J:
     """The retriever with ``max_concurrency`` as its cap on requests in flight (sharing its judging state)."""
     if max_concurrency is None:
         return retriever
     if isinstance(retriever, CascadeRetriever):
-        cheap, strong = (_capped(r, max_concurrency) for r in (retriever.cheap, retriever.strong))
+        cheap, strong = (capped_retriever(r, max_concurrency) for r in (retriever.cheap, retriever.strong))
         return retriever.model_copy(update={"cheap": cheap, "strong": strong})
     return retriever.model_copy(update={"max_concurrency": max_concurrency})
 
@@ -426,7 +430,7 @@ def match_corpus(
     """
     items = as_input_items(inputs)  # checked now, before the first result is asked for
     _inputs_at_once(max_concurrency, retriever, 1)
-    return _match_items(items, _capped(retriever, max_concurrency), all_pairs, show_progress, max_concurrency)
+    return _match_items(items, capped_retriever(retriever, max_concurrency), all_pairs, show_progress, max_concurrency)
 
 
 def _match_items(
@@ -480,7 +484,7 @@ def amatch_corpus(
     """Async twin of :func:`match_corpus`."""
     items = as_input_items(inputs)
     _inputs_at_once(max_concurrency, retriever, 1)
-    return _amatch_items(items, _capped(retriever, max_concurrency), all_pairs, show_progress, max_concurrency)
+    return _amatch_items(items, capped_retriever(retriever, max_concurrency), all_pairs, show_progress, max_concurrency)
 
 
 async def _amatch_items(

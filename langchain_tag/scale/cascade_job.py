@@ -35,13 +35,13 @@ from langchain_core.embeddings import Embeddings
 from langchain_tag.errors import TagError
 from langchain_tag.judging.guarantee import GuaranteedThresholds, guaranteed_thresholds, label_sample
 from langchain_tag.judging.proxy import PairFeatures, ProxyKind, fit_proxy, log_odds_feature
-from langchain_tag.judging.results import Judgment
+from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
-from langchain_tag.scale.bulk import retriever_rules
+from langchain_tag.scale.bulk import capped_retriever, retriever_rules
 from langchain_tag.scale.inputs import InputItem, as_input_items, encoding_error
 
-__all__ = ["CascadeReport", "CascadeTargets", "acascade_corpus", "cascade_corpus"]
+__all__ = ["CascadeReport", "CascadeTargets", "acascade_corpus", "cascade_corpus", "choose_thresholds"]
 
 Pair = tuple[int, int]
 """(input index, rule index)."""
@@ -208,12 +208,12 @@ def cascade_corpus(
     """
     plan, chosen = _start(inputs, retriever, embeddings, targets, cheap, max_concurrency)
     if cheap is not None:
-        cheap_p = _judge_pairs(_capped(cheap, max_concurrency), plan, range(len(plan.rows)))
+        cheap_p = _judge_pairs(capped_retriever(cheap, max_concurrency), plan, range(len(plan.rows)))
         _add_cheap_feature(plan, cheap_p)
-    plan.strong.update(_judge_pairs(_capped(retriever, max_concurrency), plan, plan.draw))
+    plan.strong.update(_judge_pairs(capped_retriever(retriever, max_concurrency), plan, plan.draw))
     rule, proxy_name, scores = _thresholds(plan, chosen)
     sent = [i for i, s in enumerate(scores) if i not in plan.strong and rule.route(s) == "strong"]
-    plan.strong.update(_judge_pairs(_capped(retriever, max_concurrency), plan, sent))
+    plan.strong.update(_judge_pairs(capped_retriever(retriever, max_concurrency), plan, sent))
     return _finish(plan, rule, proxy_name, scores, sent, chosen, all_pairs)
 
 
@@ -230,12 +230,12 @@ async def acascade_corpus(
     """Async twin of :func:`cascade_corpus` (the embeddings are computed in a worker thread)."""
     plan, chosen = await asyncio.to_thread(_start, inputs, retriever, embeddings, targets, cheap, max_concurrency)
     if cheap is not None:
-        cheap_p = await _ajudge_pairs(_capped(cheap, max_concurrency), plan, range(len(plan.rows)))
+        cheap_p = await _ajudge_pairs(capped_retriever(cheap, max_concurrency), plan, range(len(plan.rows)))
         _add_cheap_feature(plan, cheap_p)
-    plan.strong.update(await _ajudge_pairs(_capped(retriever, max_concurrency), plan, plan.draw))
+    plan.strong.update(await _ajudge_pairs(capped_retriever(retriever, max_concurrency), plan, plan.draw))
     rule, proxy_name, scores = _thresholds(plan, chosen)
     sent = [i for i, s in enumerate(scores) if i not in plan.strong and rule.route(s) == "strong"]
-    plan.strong.update(await _ajudge_pairs(_capped(retriever, max_concurrency), plan, sent))
+    plan.strong.update(await _ajudge_pairs(capped_retriever(retriever, max_concurrency), plan, sent))
     return _finish(plan, rule, proxy_name, scores, sent, chosen, all_pairs)
 
 
@@ -263,12 +263,6 @@ def _start(
     return _Plan(items=items, rules=rules, rows=rows, draw=draw), targets
 
 
-def _capped(retriever: ApplicabilityRetriever, max_concurrency: int | None) -> ApplicabilityRetriever:
-    if max_concurrency is None:
-        return retriever
-    return retriever.model_copy(update={"max_concurrency": max_concurrency})
-
-
 def _add_cheap_feature(plan: _Plan, judged: Mapping[int, Judgment]) -> None:
     """Append the cheap judge's log-odds of YES to every row (0 where it gave no P(YES))."""
     for index, row in enumerate(plan.rows):
@@ -277,20 +271,38 @@ def _add_cheap_feature(plan: _Plan, judged: Mapping[int, Judgment]) -> None:
 
 
 def _thresholds(plan: _Plan, targets: CascadeTargets) -> tuple[GuaranteedThresholds, str, list[float]]:
-    """The proxy's scores and the guaranteed thresholds, from the labels (half of them for a learned proxy)."""
-    labelled = [i for i in plan.draw if i in plan.strong and plan.strong[i].error is None]
-    labels = {i: bool(plan.strong[i].applies) for i in labelled}
+    """The proxy's scores and the guaranteed thresholds, from the labels the strong judge gave the draw."""
+    labels = {i: bool(plan.strong[i].applies) for i in plan.draw if i in plan.strong and plan.strong[i].error is None}
+    return choose_thresholds(plan.rows, labels, targets)
+
+
+def choose_thresholds(
+    rows: Sequence[Sequence[float]], labels: Mapping[int, bool], targets: CascadeTargets
+) -> tuple[GuaranteedThresholds, str, list[float]]:
+    """The proxy's score of every pair and the guaranteed thresholds, as a cascade job chooses them.
+
+    Args:
+        rows: Every pair's feature row (first feature: the cosine).
+        labels: The strong judge's verdict of each labelled pair, by pair index, in draw order (a learned
+            proxy is fitted on the first half of them and the thresholds are chosen on the second).
+        targets: The targets, ``delta`` and proxy kind.
+
+    Returns:
+        The thresholds, the proxy used (``"cosine (learned: one class)"`` when the fitting half holds one class
+        only), and every pair's score.
+    """
+    labelled = list(labels)
     proxy_name: str = targets.proxy
-    test = labels
+    test = dict(labels)
     proxy = fit_proxy("cosine")
     if targets.proxy == "learned":
         fit, test_part = labelled[: len(labelled) // 2], labelled[len(labelled) // 2 :]
         if len({labels[i] for i in fit}) == 2:
-            proxy = fit_proxy("learned", [plan.rows[i] for i in fit], [labels[i] for i in fit])
+            proxy = fit_proxy("learned", [rows[i] for i in fit], [labels[i] for i in fit])
             test = {i: labels[i] for i in test_part}
         else:
             proxy_name = "cosine (learned: one class)"
-    scores = proxy.scores(plan.rows)
+    scores = proxy.scores(rows)
     rule = guaranteed_thresholds(
         scores,
         test,
@@ -419,29 +431,38 @@ async def _ajudge_pairs(retriever: ApplicabilityRetriever, plan: _Plan, indices:
     return found
 
 
-def _judged(plan: _Plan, item_index: int, indices: Sequence[int], judge: Any) -> dict[int, Judgment]:
+def _subset(plan: _Plan, item_index: int, indices: Sequence[int]) -> tuple[InputItem, list[Rule], str | None]:
+    """The input, the rules of its pairs to judge, and why it cannot be judged at all (``None``: it can)."""
     item = plan.items[item_index]
-    rules = [plan.rules[i % len(plan.rules)] for i in indices]
-    error = encoding_error(item)
+    return item, [plan.rules[i % len(plan.rules)] for i in indices], encoding_error(item)
+
+
+def _outcome(
+    indices: Sequence[int], rules: Sequence[Rule], result: MatchResult | None, error: str | None
+) -> dict[int, Judgment]:
+    """Each pair's judgment: the result's, or a failure with ``error`` for every pair."""
+    if result is not None:
+        return dict(zip(indices, result.judgments, strict=True))
+    return {i: Judgment(rule_id=r.rule_id, error=error) for i, r in zip(indices, rules, strict=True)}
+
+
+def _judged(plan: _Plan, item_index: int, indices: Sequence[int], judge: Any) -> dict[int, Judgment]:
+    item, rules, error = _subset(plan, item_index, indices)
+    result = None
     if error is None:
         try:
             result = judge(item.text, rules)
         except TagError as exc:  # every judgment of the input failed, or it cannot be judged at all
             error = " ".join(str(exc).split())
-        else:
-            return dict(zip(indices, result.judgments, strict=True))
-    return {i: Judgment(rule_id=r.rule_id, error=error) for i, r in zip(indices, rules, strict=True)}
+    return _outcome(indices, rules, result, error)
 
 
 async def _ajudged(plan: _Plan, item_index: int, indices: Sequence[int], ajudge: Any) -> dict[int, Judgment]:
-    item = plan.items[item_index]
-    rules = [plan.rules[i % len(plan.rules)] for i in indices]
-    error = encoding_error(item)
+    item, rules, error = _subset(plan, item_index, indices)
+    result = None
     if error is None:
         try:
             result = await ajudge(item.text, rules)
         except TagError as exc:
             error = " ".join(str(exc).split())
-        else:
-            return dict(zip(indices, result.judgments, strict=True))
-    return {i: Judgment(rule_id=r.rule_id, error=error) for i, r in zip(indices, rules, strict=True)}
+    return _outcome(indices, rules, result, error)
