@@ -8,8 +8,10 @@ judge for is read from the recorded output, which is exact for a judge that scor
 For each seed, as :func:`~langchain_tag.scale.cascade_job.cascade_corpus` does: draw ``--label-budget`` pairs,
 choose the thresholds on the packaged MiniLM cosine (or a learned proxy), decide. Per setting, over the seeds
 (medians): the share of pairs the strong judge sees (labels + sent), recall and precision of its YES, F1
-against the gold (pycodestyle's own report on each snippet, for the pycodestyle rules) relative to the strong
-judge alone, and how often the stated recall held (it must in at least ``1 - delta`` of the seeds). Compared
+against the gold relative to the strong judge alone, and how often the stated recall held (it must in at least
+``1 - delta`` of the seeds). The gold (``--gold``) is a linter's: pycodestyle's own report for the pycodestyle
+corpus, ruff's mapped to the policy's statements for ``--set ruff``, ruff's through the demo rules' codes for
+``--set demo``. Compared
 with a MiniLM-cosine prefilter sending the same number of top-cosine pairs to the strong judge (no guarantee),
 and, with ``--cheap``, the band cascade of :func:`~langchain_tag.judging.cascade.choose_band` at the same share.
 
@@ -107,11 +109,26 @@ def load_pairs(job: Path, strong: Path, cheap: Path | None, gold: str, embedding
 
 
 def _gold(kind: str, texts: dict[str, str]) -> dict[str, set[str]]:
-    if kind != "pycodestyle":
-        raise SystemExit(f"--gold: only 'pycodestyle' is known, got {kind!r}")
-    from langchain_tag_bench.pep8 import pycodestyle_codes
+    """Per input, the rule ids the linter reports: pycodestyle's codes, or the ruff policy's statement ids."""
+    if kind == "pycodestyle":
+        from langchain_tag_bench.pep8 import pycodestyle_codes
 
-    return {i: set(pycodestyle_codes(text)) for i, text in texts.items()}
+        return {i: set(pycodestyle_codes(text)) for i, text in texts.items()}
+    if kind == "ruff":
+        from langchain_tag_bench.ruff_cases import code_to_statements, load_statements, run_ruff
+
+        mapping = code_to_statements(load_statements())
+        found = run_ruff(list(texts.values()), sorted(mapping))
+        return {i: {s for code in codes for s in mapping.get(code, [])} for i, codes in zip(texts, found, strict=True)}
+    if kind == "demo":
+        from langchain_tag_bench.check_loop import RULE_CODES, ruff_codes
+
+        reported = ruff_codes(list(texts.values()), [c for codes in RULE_CODES.values() for c in codes])
+        return {
+            i: {rule for rule, codes in RULE_CODES.items() if found & set(codes)}
+            for i, found in zip(texts, reported, strict=True)
+        }
+    raise SystemExit(f"--gold: 'pycodestyle', 'ruff' or 'demo', got {kind!r}")
 
 
 def replay(
@@ -159,7 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--job", type=Path, required=True, help="the job's directory (inputs.jsonl, rules.jsonl)")
     parser.add_argument("--strong", type=Path, required=True, help="the strong judge's --all-pairs output")
     parser.add_argument("--cheap", type=Path, help="a cheap judge's --all-pairs output (band cascade, learned proxy)")
-    parser.add_argument("--gold", default="pycodestyle")
+    parser.add_argument(
+        "--gold", choices=("pycodestyle", "ruff", "demo"), default="pycodestyle", help="the linter giving the gold"
+    )
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--budgets", default="200,400", help="label budgets, comma-separated")
     parser.add_argument("--targets", default="0.9:0.1,0.95:0.05", help="recall:delta pairs, comma-separated")

@@ -14,7 +14,13 @@ after two (an input the check passes keeps its output). ruff, not the judge, cou
 Inputs: the demo's three (:data:`~langchain_tag.cli.demo.DEMO_INPUTS`) and the demo set's cases that violate a
 rule with a code (``benchmarks/data/demo/demo_cases.jsonl``), up to ``--cases``.
 
+``--set ruff`` runs the same graph on the ruff set instead: a seeded draw of ``--cases`` test-split cases that
+violate a statement of the ruff policy (:mod:`langchain_tag_bench.ruff_cases`), with the policy's statements as
+rules (:func:`~langchain_tag_bench.corpus.statement_rules`) and each statement's own ruff codes; the judge is
+the demo's, with its default calibration over those rules.
+
 ``python -m langchain_tag_bench.check_loop --cases 12 --out runs/check_loop``
+``python -m langchain_tag_bench.check_loop --set ruff --cases 12 --out runs/check_loop_ruff``
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Any
 
 from langchain_tag_bench.ruff_cases import ruff_executable
 
-__all__ = ["RULE_CODES", "main", "ruff_codes"]
+__all__ = ["RULE_CODES", "main", "ruff_codes", "ruff_set"]
 
 RULE_CODES: dict[str, tuple[str, ...]] = {
     "R-001": ("B006",),  # mutable default argument
@@ -74,6 +80,21 @@ def _inputs(limit: int) -> list[str]:
     return [*DEMO_INPUTS, *violating][:limit]
 
 
+def ruff_set(limit: int, cache_dir: Path, *, seed: int = 0) -> tuple[list[str], list[Any], dict[str, tuple[str, ...]]]:
+    """The ruff set's inputs (test-split cases violating a statement, a seeded draw), rules and codes per rule."""
+    import random
+
+    from langchain_tag_bench.corpus import statement_rules
+    from langchain_tag_bench.ruff_cases import cached_cases, load_statements
+
+    path = cached_cases(cache_dir)
+    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    violating = sorted((c for c in cases if c["split"] == "test" and c["violates"]), key=lambda c: c["id"])
+    drawn = sorted(random.Random(seed).sample(violating, min(limit, len(violating))), key=lambda c: c["id"])
+    codes = {s["id"]: tuple(s["codes"]) for s in load_statements()}
+    return [c["code"] for c in drawn], statement_rules(), codes
+
+
 def _strip_fence(text: str) -> str:
     lines = text.strip().splitlines()
     if lines and lines[0].startswith("```"):
@@ -83,20 +104,25 @@ def _strip_fence(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(inputs: Sequence[str], rounds: int, workdir: Path) -> list[dict[str, Any]]:
-    """Run the demo's graph with ``rounds`` extra rounds on each input; one record per input and round."""
+def run(inputs: Sequence[str], rounds: int, workdir: Path, rules: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """Run the demo's graph with ``rounds`` extra rounds on each input; one record per input and round.
+
+    ``rules``: the rules to match (default: the shipped demo rules, with their shipped reference figures).
+    """
     from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
     from langchain_tag.cli.demo import load_shipped_demo
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.local.models import get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
 
-    shipped = load_shipped_demo()
     cache = SQLiteVerdictCache(workdir / "verdicts.sqlite")
-    shipped.preload(cache)
+    if rules is None:
+        shipped = load_shipped_demo()
+        shipped.preload(cache)
+        rules = shipped.rules
     judge_llm = get_chat_model(role="judge")
     executor = get_chat_model(role="executor")
-    retriever = ApplicabilityRetriever(llm=judge_llm, rules=shipped.rules, max_concurrency=1, cache=cache)
+    retriever = ApplicabilityRetriever(llm=judge_llm, rules=list(rules), max_concurrency=1, cache=cache)
     graph = build_tag_graph(executor, retriever=retriever, executor="code_review", check_rounds=rounds)
     records = []
     for number, code in enumerate(inputs):
@@ -129,9 +155,11 @@ def run(inputs: Sequence[str], rounds: int, workdir: Path) -> list[dict[str, Any
     return records
 
 
-def score(records: list[dict[str, Any]], inputs: Sequence[str]) -> list[dict[str, Any]]:
+def score(
+    records: list[dict[str, Any]], inputs: Sequence[str], rule_codes: dict[str, tuple[str, ...]] = RULE_CODES
+) -> list[dict[str, Any]]:
     """Per number of extra rounds: violations ruff finds, broken outputs, judge agreement, cost."""
-    codes = [c for group in RULE_CODES.values() for c in group]
+    codes = [c for group in rule_codes.values() for c in group]
     before = ruff_codes(inputs, codes)
     after = ruff_codes([r["output"] for r in records], codes)
     rows = []
@@ -142,25 +170,28 @@ def score(records: list[dict[str, Any]], inputs: Sequence[str]) -> list[dict[str
             broken += bool((found - before[record["input"]]) & set(BROKEN))  # broken by the revision
             remaining = set(record["remaining_by_judge"] or [])
             for rule_id in record["matched"]:
-                if rule_id not in RULE_CODES:
+                if not rule_codes.get(rule_id):
                     continue
-                ruff_says = bool(found & set(RULE_CODES[rule_id]))
+                ruff_says = bool(found & set(rule_codes[rule_id]))
                 left += ruff_says
                 if record["remaining_by_judge"] is not None:
                     compared += 1
                     agree += ruff_says == (rule_id in remaining)
         at_start = sum(
-            bool(before[r["input"]] & set(RULE_CODES[rule_id]))
+            bool(before[r["input"]] & set(rule_codes[rule_id]))
             for r, _ in picked
             for rule_id in r["matched"]
-            if rule_id in RULE_CODES
+            if rule_codes.get(rule_id)
         )
+        rule_sets = [set(c) for c in rule_codes.values() if c]
         rows.append(
             {
                 "extra_rounds": extra,
                 "inputs": len(picked),
                 "violations_in_inputs": at_start,
                 "violations_left": left,
+                "any_rule_in_inputs": sum(bool(before[r["input"]] & c) for r, _ in picked for c in rule_sets),
+                "any_rule_left": sum(bool(found & c) for _, found in picked for c in rule_sets),
                 "broken_outputs": broken,
                 "judge_agrees_with_ruff": agree / compared if compared else None,
                 "compared": compared,
@@ -178,21 +209,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="most extra rounds")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--score-only", action="store_true", help="score the records already in --out")
+    parser.add_argument("--set", choices=("demo", "ruff"), default="demo")
+    parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "langchain-tag")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    inputs = _inputs(args.cases)
+    rules: list[Any] | None = None
+    rule_codes = RULE_CODES
+    if args.set == "ruff":
+        inputs, rules, rule_codes = ruff_set(args.cases, args.cache_dir)
+    else:
+        inputs = _inputs(args.cases)
     path = args.out / "records.jsonl"
     if not args.score_only:
-        records = run(inputs, args.rounds, args.out)
+        records = run(inputs, args.rounds, args.out, rules)
         path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    rows = score(records, inputs)
-    print(f"# {len(inputs)} inputs, shipped demo rules, ruff codes per rule: {RULE_CODES}")
+    rows = score(records, inputs, rule_codes)
+    what = "shipped demo rules" if args.set == "demo" else "the ruff policy's statements as rules"
+    print(f"# {len(inputs)} inputs, {what}, ruff codes per rule: {rule_codes}")
     print(
-        "| extra rounds | matched violations ruff finds (in -> out) | outputs the revision broke (syntax, F821) "
-        "| judge agrees with ruff | executor calls | seconds (sum) |"
+        "| extra rounds | matched violations ruff finds (in -> out) | violations of any rule (in -> out) "
+        "| outputs the revision broke (syntax, F821) | judge agrees with ruff | executor calls | seconds (sum) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for row in rows:
         agreement = (
             "-"
@@ -201,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(
             f"| {row['extra_rounds']} | {row['violations_in_inputs']} -> {row['violations_left']} "
-            f"| {row['broken_outputs']} of {row['inputs']} | {agreement} | {row['executor_calls']} "
+            f"| {row['any_rule_in_inputs']} -> {row['any_rule_left']} | {row['broken_outputs']} of {row['inputs']} "
+            f"| {agreement} | {row['executor_calls']} "
             f"| {row['seconds']:.0f} |"
         )
     print(json.dumps(rows))

@@ -1,10 +1,17 @@
-"""A corpus for the bulk job: short code snippets from HumanEval, and pycodestyle checks as rules.
+"""A corpus for the bulk job: code inputs and rules whose gold a linter gives.
 
 ``python -m langchain_tag_bench.corpus --inputs 300 --rules 20 --out DIR`` writes ``DIR/inputs.jsonl``
 (one ``{"id", "text"}`` per line: up to three consecutive lines of a HumanEval canonical solution, spread
 over the problems) and ``DIR/rules.jsonl`` (the first N pycodestyle checks as rules), ready for
 ``langchain-tag match --inputs DIR/inputs.jsonl --rules DIR/rules.jsonl -o DIR/verdicts.jsonl``.
 HumanEval is read from ``../shared/data/humaneval`` or ``--humaneval``; nothing is copied into the repository.
+
+``--set ruff`` writes instead a seeded draw of ``--inputs`` cases of the ruff set's test split
+(:mod:`langchain_tag_bench.ruff_cases`: standard-library functions, gold from ruff) and the ruff policy's
+statements as rules, one rule per statement, its id the statement's (``S01``); about one pair in twenty is a
+violation, against one in two thousand for the pycodestyle corpus. ``--set demo`` writes the demo set's 52
+cases and the shipped demo rules ruff can check (:data:`~langchain_tag_bench.check_loop.RULE_CODES`; gold from
+ruff through those codes).
 """
 
 from __future__ import annotations
@@ -12,12 +19,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from langchain_tag.rules import save_rules
+from langchain_tag.rules import Rule, save_rules
 
-__all__ = ["code_snippets", "main"]
+__all__ = ["code_snippets", "demo_job", "main", "ruff_job", "statement_rules"]
 
 HUMANEVAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "humaneval" / "HumanEval.jsonl.gz"
 
@@ -39,6 +47,47 @@ def code_snippets(path: Path, count: int, *, lines: int = 3) -> list[dict[str, s
     return found[:count]
 
 
+def statement_rules() -> list[Rule]:
+    """The ruff policy's statements as rules: the condition is that the code goes against the statement."""
+    from langchain_tag_bench.ruff_cases import POLICY_PATH, load_statements
+
+    return [
+        Rule(
+            rule_id=s["id"],
+            rule_name=s["id"],
+            condition=f"the code goes against this rule: {s['text']}",
+            action=s["text"],
+            source_text=s["text"],
+            document_id=POLICY_PATH.name,
+        )
+        for s in load_statements()
+    ]
+
+
+def ruff_job(count: int, cache_dir: Path, *, seed: int = 0) -> list[dict[str, str]]:
+    """A seeded draw of ``count`` test-split cases of the ruff set, as ``{"id", "text"}`` inputs, in id order."""
+    from langchain_tag_bench.ruff_cases import cached_cases
+
+    path = cached_cases(cache_dir)
+    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    test = [c for c in cases if c["split"] == "test"]
+    if count > len(test):
+        raise SystemExit(f"--inputs: the ruff set's test split has {len(test)} cases, got {count}")
+    drawn = sorted(random.Random(seed).sample(test, count), key=lambda c: c["id"])
+    return [{"id": c["id"], "text": c["code"]} for c in drawn]
+
+
+def demo_job() -> tuple[list[dict[str, str]], list[Rule]]:
+    """The demo set's cases as inputs, and the shipped demo rules that have ruff codes."""
+    from langchain_tag.cli.demo import load_shipped_demo
+    from langchain_tag_bench.check_loop import RULE_CODES
+
+    path = Path(__file__).resolve().parent.parent / "data" / "demo" / "demo_cases.jsonl"
+    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rules = [r for r in load_shipped_demo().rules if r.rule_id in RULE_CODES]
+    return [{"id": c["id"], "text": c["code"]} for c in cases], rules
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the corpus's inputs and rules."""
     from langchain_tag_bench.scale import scale_rules
@@ -48,12 +97,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rules", type=int, default=20)
     parser.add_argument("--humaneval", type=Path, default=HUMANEVAL)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--set", choices=("pycodestyle", "ruff", "demo"), default="pycodestyle")
+    parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "langchain-tag")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    items = code_snippets(args.humaneval, args.inputs)
+    if args.set == "ruff":
+        items, rules = ruff_job(args.inputs, args.cache_dir), statement_rules()
+    elif args.set == "demo":
+        items, rules = demo_job()
+    else:
+        items, rules = code_snippets(args.humaneval, args.inputs), scale_rules(args.rules)
     (args.out / "inputs.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
-    save_rules(scale_rules(args.rules), args.out / "rules.jsonl")
-    print(f"{len(items)} inputs and {args.rules} rules in {args.out}")
+    save_rules(rules, args.out / "rules.jsonl")
+    print(f"{len(items)} inputs and {len(rules)} rules in {args.out}")
     return 0
 
 

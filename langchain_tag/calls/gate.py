@@ -46,6 +46,14 @@ class Gate:
                 found = self._loops[id(loop)] = (loop, asyncio.Semaphore(self.limit))
             return found[1]
 
+    def place(self) -> threading.BoundedSemaphore:
+        """A place for one call made in a thread (``with gate.place(): ...``)."""
+        return self._threads
+
+    def aplace(self) -> asyncio.Semaphore:
+        """A place for one call made in this event loop (``async with gate.aplace(): ...``)."""
+        return self._loop_semaphore()
+
     def wrap(self, runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
         """``runnable`` with each ``invoke``/``ainvoke`` holding a place of this gate for the whole call."""
         return _Gated(runnable, self)
@@ -60,10 +68,10 @@ class _Gated(Runnable[Any, Any]):
 
     @override
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        with self.gate._threads:
+        with self.gate.place():
             return self.inner.invoke(input, config, **kwargs)
 
     @override
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        async with self.gate._loop_semaphore():
+        async with self.gate.aplace():
             return await self.inner.ainvoke(input, config, **kwargs)

@@ -5,7 +5,11 @@ A :class:`Request` pairs a prompt with the parser of its reply. The runner
 - looks each request up in a store first (the extraction store, the verdict
   cache: anything with ``get``/``put`` by request, :class:`RunnerStore`),
 - sends the rest through ``batch_as_completed`` (or its async twin) with
-  bounded concurrency, one config per request (run name, tags, metadata),
+  bounded concurrency, one config per request (run name, tags, metadata);
+  or, when nothing but reply counters would see a call of a plain
+  ``ChatOpenAI``, straight through its own client
+  (:mod:`langchain_tag.calls.direct`), the same requests without LangChain's
+  per-call run machinery,
 - reads each reply with the request's parser and puts a readable one in the
   store as soon as it arrives,
 - retries what failed, once per attempt up to ``max_attempts``: a reply that
@@ -28,7 +32,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -39,6 +46,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from tqdm.auto import tqdm
 
+from langchain_tag.calls.direct import DirectChat, ReplyCounter, reply_result
 from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_permanent, is_transient
 from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model
@@ -153,20 +161,26 @@ class CallRunner:
         if self.model is None:
             self.model = self.llm
         self._sent: Runnable[Any, Any] = self.gate.wrap(self.llm) if self.gate is not None else self.llm
+        self._direct = DirectChat.of(self.llm)
         # A store that holds verdicts back (a SQLite cache's pending writes) is settled after every run.
         self._settles = self.store is not None and getattr(self.store, "holds_back", True)
 
     def run(self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = "") -> list[Outcome[T]]:
         """Run ``requests``; return one outcome per request, in request order."""
         outcomes, pending = self._start(requests)
+        counters = self._counters(requests, pending, callbacks)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = self._sent.batch_as_completed(
-                    [requests[i].messages for i in pending],
-                    config=self._configs([requests[i] for i in pending], callbacks),
-                    return_exceptions=True,
+                stream = (
+                    self._direct_stream([requests[i] for i in pending], counters)
+                    if counters is not None
+                    else self._sent.batch_as_completed(
+                        [requests[i].messages for i in pending],
+                        config=self._configs([requests[i] for i in pending], callbacks),
+                        return_exceptions=True,
+                    )
                 )
                 retry = []
                 for i, reply in stream:
@@ -183,14 +197,19 @@ class CallRunner:
     ) -> list[Outcome[T]]:
         """Async twin of :meth:`run`."""
         outcomes, pending = self._start(requests)
+        counters = self._counters(requests, pending, callbacks)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = self._sent.abatch_as_completed(
-                    [requests[i].messages for i in pending],
-                    config=self._configs([requests[i] for i in pending], callbacks),
-                    return_exceptions=True,
+                stream = (
+                    self._adirect_stream([requests[i] for i in pending], counters)
+                    if counters is not None
+                    else self._sent.abatch_as_completed(
+                        [requests[i].messages for i in pending],
+                        config=self._configs([requests[i] for i in pending], callbacks),
+                        return_exceptions=True,
+                    )
                 )
                 retry = []
                 async for i, reply in stream:
@@ -214,6 +233,81 @@ class CallRunner:
             else:
                 outcomes.append(found)
         return outcomes, pending
+
+    def _counters(
+        self, requests: Sequence[Request[Any]], pending: Sequence[int], callbacks: Callbacks
+    ) -> list[ReplyCounter] | None:
+        """The reply counters to tell when this run's calls go straight through the model's client, else ``None``.
+
+        Direct when the model is a plain ``ChatOpenAI`` (:class:`~langchain_tag.calls.direct.DirectChat`), its
+        requests plain chat completions, and nothing but reply counters would see a call; the calls are then the
+        same requests through the same client, without LangChain's per-call run machinery.
+        """
+        if self._direct is None or not pending or not self._direct.sendable(requests[pending[0]].messages):
+            return None
+        return self._direct.counters(callbacks)
+
+    def _direct_call(self, request: Request[Any], counters: Sequence[ReplyCounter]) -> Any:
+        """One direct call in a worker thread: the reply (kept and counted as it arrives) or the exception."""
+        assert self._direct is not None
+        try:
+            with self.gate.place() if self.gate is not None else nullcontext():
+                reply = self._direct.send(request.messages)
+        except Exception as exc:
+            return exc
+        self._arrived(request, reply, counters)
+        return reply
+
+    async def _adirect_call(
+        self, request: Request[Any], counters: Sequence[ReplyCounter], cap: asyncio.Semaphore
+    ) -> Any:
+        assert self._direct is not None
+        try:
+            async with cap, self.gate.aplace() if self.gate is not None else nullcontext():
+                reply = await self._direct.asend(request.messages)
+        except Exception as exc:
+            return exc
+        self._arrived(request, reply, counters)
+        return reply
+
+    def _arrived(self, request: Request[Any], reply: AIMessage, counters: Sequence[ReplyCounter]) -> None:
+        """What the keeper and the counters do for a reply of the runnable path, for a direct one."""
+        if self.store is not None and request.key is not None:
+            _keep(self.store, request, reply)
+        if counters:
+            result = reply_result(reply)
+            for counter in counters:
+                counter.on_llm_end(result, run_id=uuid.uuid4())
+
+    def _direct_stream(
+        self, requests: Sequence[Request[Any]], counters: Sequence[ReplyCounter]
+    ) -> Iterator[tuple[int, Any]]:
+        """``(index, reply or exception)`` as each direct call ends, ``max_concurrency`` threads at once."""
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests))) as pool:
+            futures = {pool.submit(self._direct_call, r, counters): i for i, r in enumerate(requests)}
+            try:
+                for future in as_completed(futures):
+                    yield futures[future], future.result()
+            finally:
+                for future in futures:
+                    future.cancel()
+
+    async def _adirect_stream(
+        self, requests: Sequence[Request[Any]], counters: Sequence[ReplyCounter]
+    ) -> AsyncIterator[tuple[int, Any]]:
+        """Async twin of :meth:`_direct_stream`: ``max_concurrency`` calls in flight."""
+        cap = asyncio.Semaphore(self.max_concurrency)
+
+        async def call(index: int, request: Request[Any]) -> tuple[int, Any]:
+            return index, await self._adirect_call(request, counters, cap)
+
+        tasks = [asyncio.ensure_future(call(i, r)) for i, r in enumerate(requests)]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                yield await next_done
+        finally:
+            for task in tasks:
+                task.cancel()
 
     def _configs(self, requests: Sequence[Request[Any]], callbacks: Callbacks) -> list[RunnableConfig]:
         return [
@@ -295,22 +389,25 @@ class _Keeper(BaseCallbackHandler):
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         generation = response.generations[0][0] if response.generations and response.generations[0] else None
-        if not isinstance(generation, ChatGeneration):
-            return
-        reply = generation.message
-        outcome: Outcome[Any] = Outcome(attempts=1, reply=message_text(reply))
-        if isinstance(reply, AIMessage) and reply.usage_metadata:
-            outcome.prompt_tokens = reply.usage_metadata.get("input_tokens", 0)
-            outcome.completion_tokens = reply.usage_metadata.get("output_tokens", 0)
-        try:
-            outcome.value = self.request.parse(reply)
-        except (ParseError, KeyError, TypeError, ValueError, AttributeError):
-            return
-        try:
-            self.store.put(self.request, outcome)
-        except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
-            _FAILED_PUTS.setdefault(id(self.store), (self.store, exc))
-        _READ[id(reply)] = (reply, outcome.value)  # the runner takes this reading instead of parsing again
+        if isinstance(generation, ChatGeneration):
+            _keep(self.store, self.request, generation.message)
+
+
+def _keep(store: RunnerStore, request: Request[Any], reply: BaseMessage) -> None:
+    """Put a readable reply in the store as it arrives; note the reading so the runner does not parse it again."""
+    outcome: Outcome[Any] = Outcome(attempts=1, reply=message_text(reply))
+    if isinstance(reply, AIMessage) and reply.usage_metadata:
+        outcome.prompt_tokens = reply.usage_metadata.get("input_tokens", 0)
+        outcome.completion_tokens = reply.usage_metadata.get("output_tokens", 0)
+    try:
+        outcome.value = request.parse(reply)
+    except (ParseError, KeyError, TypeError, ValueError, AttributeError):
+        return
+    try:
+        store.put(request, outcome)
+    except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
+        _FAILED_PUTS.setdefault(id(store), (store, exc))
+    _READ[id(reply)] = (reply, outcome.value)  # the runner takes this reading instead of parsing again
 
 
 _FAILED_PUTS: dict[int, tuple[Any, BaseException]] = {}

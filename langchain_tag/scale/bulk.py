@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, Union
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
+from langchain_tag.calls.direct import ReplyCounter
 from langchain_tag.calls.recorded import RecordedReplies
 from langchain_tag.calls.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
 from langchain_tag.cascade_retriever import CascadeRetriever
@@ -168,14 +168,12 @@ class _Progress:
         self._bar.close()
 
 
-class _PairRecorder(BaseCallbackHandler):
+class _PairRecorder(ReplyCounter):
     """Counts one input's judgments on the progress bar as their replies arrive.
 
     Keeping the replies is the call runner's job: it stores each readable reply in the verdict cache in the
     thread it arrives on, so a job killed in the middle of an input loses no finished judgment.
     """
-
-    run_inline = True
 
     def __init__(self, expected: int, progress: _Progress) -> None:
         self._progress = progress

@@ -130,10 +130,14 @@ class CountingEndpoint:
     def __init__(self, respond: Callable[[str], str | int]) -> None:
         self.respond = respond
         self.requests: dict[str, int] = {}
+        self.bodies: list[dict[str, object]] = []
+        self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
+        self.bodies.append(body)
+        self.headers.append(dict(request.headers))
         text = "\n\n".join(str(m["content"]) for m in body["messages"])
         with self._lock:
             self.requests[text] = self.requests.get(text, 0) + 1
@@ -161,6 +165,7 @@ class CountingEndpoint:
             base_url="http://llm.example.test/v1",
             api_key="k",
             http_client=httpx2.Client(transport=httpx2.MockTransport(self)),  # type: ignore[arg-type]
+            http_async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self)),  # type: ignore[arg-type]
             **kwargs,  # type: ignore[arg-type]
         )
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from langchain_tag_bench.check_loop import RULE_CODES, _inputs, ruff_codes, score
 
 
@@ -44,3 +49,43 @@ def test_score_counts_violations_left_broken_outputs_and_judge_agreement() -> No
     assert [r["violations_in_inputs"] for r in rows] == [1, 1]
     assert [r["judge_agrees_with_ruff"] for r in rows] == [1.0, 0.0]  # the judge still saw R-001 after the fix
     assert [r["broken_outputs"] for r in rows] == [0, 0] and rows[1]["executor_calls"] == 2
+
+
+def test_the_ruff_set_gives_violating_cases_the_statements_as_rules_and_their_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag_bench import ruff_cases
+    from langchain_tag_bench.check_loop import ruff_set
+
+    cases = [
+        {
+            "id": f"ruff-{i:04d}",
+            "code": f"def f{i}():\n    pass\n",
+            "violates": ["S01"] if i % 2 else [],
+            "split": "test",
+        }
+        for i in range(6)
+    ]
+    where = tmp_path / "cases.jsonl"
+    where.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    monkeypatch.setattr(ruff_cases, "cached_cases", lambda cache_dir: where)
+    inputs, rules, codes = ruff_set(2, tmp_path)
+    assert len(inputs) == 2 and all(int(i.split("(")[0][5:]) % 2 for i in inputs)  # only violating cases
+    assert [r.rule_id for r in rules] == [s["id"] for s in ruff_cases.load_statements()]
+    assert codes["S01"] == ("E722",) and "bare `except:`" in rules[0].action
+    rows = score(
+        [
+            {
+                "input": 0,
+                "extra_rounds": 0,
+                "matched": ["S01"],
+                "output": "try:\n    x()\nexcept:\n    y()\n",
+                "remaining_by_judge": None,
+                "executor_calls": 1,
+                "seconds": 1.0,
+            }
+        ],
+        ["try:\n    x()\nexcept:\n    y()\n"],
+        codes,
+    )
+    assert rows[0]["violations_in_inputs"] == 1 and rows[0]["violations_left"] == 1
