@@ -386,6 +386,8 @@ def _record(
         "matched": [entry for _, _, entry in strong_yes + proxy_yes],
         "failed": failed,
     }
+    if failed and len(failed) == width:  # no pair of the input judged: the bulk job's "error", for both engines
+        record["error"] = "; ".join(dict.fromkeys(f["error"] for f in failed))
     if all_pairs:
         record["pairs"] = pairs
     return record

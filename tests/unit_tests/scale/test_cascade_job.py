@@ -186,3 +186,22 @@ def test_cli_cascade_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert one.value.code == ray.value.code == 2
     err = capsys.readouterr().err
     assert "--cascade go with --inputs FILE" in err and "not with --engine ray" in err
+
+
+def test_an_input_none_of_whose_pairs_could_be_judged_gets_the_bulk_jobs_error() -> None:
+    from tests.unit_tests.faults import server_error
+
+    items, rules, applies = corpus(inputs=10)
+    judge = strong_judge(applies)
+
+    def respond(prompt: str) -> Any:
+        return server_error() if "# doc3\n" in prompt else judge.respond(prompt)
+
+    llm = FakeChatModel(respond=respond, with_logprobs=True)
+    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=60)  # every pair labelled by the judge
+    records, report = cascade_corpus(items, retriever(llm, rules, None), HashingEmbeddings(), targets=targets)
+
+    failed = next(r for r in records if r["id"] == "doc3")
+    assert len(failed["failed"]) == len(rules) and "HTTP 503" in failed["error"]
+    assert all(f["error"] in failed["error"] for f in failed["failed"])
+    assert all("error" not in r for r in records if r["id"] != "doc3") and report.failed == len(rules)
