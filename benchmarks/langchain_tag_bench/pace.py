@@ -6,8 +6,10 @@ One run, side by side, on the same instant endpoint (an aiohttp server on
 1. a bare client: ``httpx.AsyncClient`` posting the judge's own request bodies,
    ``--max-concurrency`` at a time (no package code between requests): the pace
    the job is measured against;
-2. the default bulk job through ``ChatOpenAI``: :func:`~langchain_tag.scale.bulk.match_corpus`
-   (sync) and :func:`~langchain_tag.scale.bulk.amatch_corpus` (async) with a fresh
+2. the default bulk job through ``ChatOpenAI`` as ``langchain-tag match`` configures it
+   (:func:`~langchain_tag.local.models.get_chat_model` for the endpoint, no client retries):
+   :func:`~langchain_tag.scale.bulk.match_corpus` (sync) and
+   :func:`~langchain_tag.scale.bulk.amatch_corpus` (async) with a fresh
    :class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache`;
 3. the same two without a verdict cache.
 
@@ -65,11 +67,12 @@ class Row:
 
 
 def _retriever(base_url: str, rule_set: Sequence[Any], cache: Any, max_concurrency: int) -> Any:
-    from langchain_openai import ChatOpenAI
-
+    """A retriever whose judge is the package's own configured model for this endpoint (what the CLI uses)."""
+    from langchain_tag.local.models import ModelConfig, get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
 
-    llm = ChatOpenAI(model="instant", base_url=base_url, api_key="none", max_retries=0)  # type: ignore[arg-type]
+    config = ModelConfig(provider="openai", base_url=base_url, api_key="none", model="instant", max_retries=0)
+    llm = get_chat_model(role="judge", config=config)
     return ApplicabilityRetriever(
         llm=llm, rules=list(rule_set), cache=cache, calibration=None, max_concurrency=max_concurrency
     )

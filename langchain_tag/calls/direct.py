@@ -25,6 +25,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableBinding
 
+from langchain_tag.calls.own_loop import job_async_client, may_remake
+
 __all__ = ["DirectChat", "ReplyCounter", "reply_result"]
 
 _PATH = "/chat/completions"
@@ -116,7 +118,8 @@ class DirectChat:
         """Async twin of :meth:`send`."""
         body, options = self._request(messages)
         with _raised_as_chat_openai_raises():
-            text = await self.model.root_async_client.post(_PATH, body=body, options=options, cast_to=str)
+            client = job_async_client(self.model) or self.model.root_async_client
+            text = await client.post(_PATH, body=body, options=options, cast_to=str)
         return self._reply(text)
 
     def _request(self, messages: Any) -> tuple[dict[str, Any], Any]:
@@ -137,6 +140,15 @@ class DirectChat:
             security={"bearer_auth": True},
         )
         return payload, options
+
+    @property
+    def may_run_on_own_loop(self) -> bool:
+        """Whether a sync job may send these calls from an event loop of its own, with a private HTTP client.
+
+        Only where the job can make that client as the model's was made
+        (:func:`~langchain_tag.calls.own_loop.may_remake`): a client you gave is used only as you gave it.
+        """
+        return may_remake(self.model)
 
     def sendable(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` would be sent as a plain chat completion (checked on one request of a run)."""

@@ -234,6 +234,11 @@ class CallRunner:
                 outcomes.append(found)
         return outcomes, pending
 
+    @property
+    def direct(self) -> DirectChat | None:
+        """The model called straight through its client when nothing observes a call (``None``: never)."""
+        return self._direct
+
     def _counters(
         self, requests: Sequence[Request[Any]], pending: Sequence[int], callbacks: Callbacks
     ) -> list[ReplyCounter] | None:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, redact_url
+from langchain_tag.calls.own_loop import remakeable
 from langchain_tag.errors import MissingExtraError, require_extra
 
 if TYPE_CHECKING:
@@ -289,9 +290,12 @@ def get_chat_model(
 
     # The client's own timeout bounds each read; these hooks bound the whole request.
     kwargs["http_client"] = DefaultHttpxClient(event_hooks=request_deadline_hooks(cfg.timeout))
-    kwargs["http_async_client"] = DefaultAsyncHttpxClient(
-        event_hooks=request_deadline_hooks(cfg.timeout, asynchronous=True)
-    )
+
+    def async_client() -> Any:
+        return DefaultAsyncHttpxClient(event_hooks=request_deadline_hooks(cfg.timeout, asynchronous=True))
+
+    # A sync bulk job runs on an event loop of its own with a private client made the same way.
+    kwargs["http_async_client"] = remakeable(async_client(), async_client)
     if cfg.requests_per_second is not None:
         kwargs["rate_limiter"] = rate_limiter(cfg.requests_per_second)
     if cfg.provider == "local":

@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar, Union
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
-from langchain_tag.calls.direct import ReplyCounter
+from langchain_tag.calls.direct import DirectChat, ReplyCounter
+from langchain_tag.calls.own_loop import iterate_on_own_loop, loop_is_free
 from langchain_tag.calls.recorded import RecordedReplies
 from langchain_tag.calls.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
 from langchain_tag.cascade_retriever import CascadeRetriever
@@ -438,12 +439,26 @@ def _match_items(
     show_progress: bool | None,
     max_concurrency: int | None,
 ) -> Iterator[dict[str, Any]]:
+    if _on_own_loop(retriever):  # one event loop keeps the requests in flight at less cost than threads
+        yield from iterate_on_own_loop(_amatch_items(items, retriever, all_pairs, show_progress, max_concurrency))
+        return
     job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
     width = _inputs_at_once(max_concurrency, retriever, job.per_input)
     with job.running():
         for done, record in enumerate(_run_in_order(items, job.run, width), start=1):
             job.progress.input_done(done, len(items))
             yield record
+
+
+def _on_own_loop(retriever: Judged) -> bool:
+    """Whether the sync job runs as the async one, on a loop of its own.
+
+    So it does for a judge called straight through a ``ChatOpenAI``'s client (:mod:`langchain_tag.calls.direct`)
+    that has no HTTP client of its own, from a thread with no running event loop.
+    """
+    runner = getattr(getattr(retriever, "judge", None), "runner", None)
+    direct = getattr(runner, "direct", None)
+    return isinstance(direct, DirectChat) and direct.may_run_on_own_loop and loop_is_free()
 
 
 def _run_in_order(

@@ -771,13 +771,10 @@ def test_match_accepts_a_bom_in_the_rules_file(
 def test_sigterm_stops_match_inputs_as_ctrl_c_does(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rules: list[Rule]
 ) -> None:
-    import contextlib
-    import signal
-    import sqlite3
     import subprocess
-    import time
 
     from tests.helpers.judge_fakes import scored_judge
+    from tests.helpers.signals import judged, terminate_when
 
     rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
     inputs = tmp_path / "inputs.jsonl"
@@ -789,23 +786,8 @@ def test_sigterm_stops_match_inputs_as_ctrl_c_does(
         _fake_cli(0.05, *argv), cwd=REPO, env=_fake_cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     partial = tmp_path / ".out.jsonl.partial"
-
-    def judged() -> int:
-        try:
-            with contextlib.closing(sqlite3.connect(verdicts)) as conn:
-                return int(conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
-        except sqlite3.Error:  # not created yet
-            return 0
-
-    try:
-        deadline = time.monotonic() + 30
-        while (not partial.exists() or judged() < 3) and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # until a few judgments are made (all 20 inputs x 5 rules take 5 s)
-        child.send_signal(signal.SIGTERM)
-        _, err_bytes = child.communicate(timeout=20)
-    finally:
-        child.kill()
-    err = err_bytes.decode()
+    # until a few judgments are made (all 20 inputs x 5 rules take 5 s)
+    err = terminate_when(child, lambda: partial.exists() and judged(verdicts) >= 3, wait=30)
     assert child.returncode == 143, err
     assert "terminated" in err and f"kept in {verdicts}" in err and "Traceback" not in err
     assert not out.exists() and not partial.exists()
