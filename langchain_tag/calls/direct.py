@@ -42,11 +42,12 @@ class ReplyCounter(BaseCallbackHandler):
 
 
 def _openai_model_types() -> tuple[type, ...]:
+    """The model classes sent directly: ``ChatOpenAI`` itself (Azure's client builds its paths its own way)."""
     try:
-        from langchain_openai import AzureChatOpenAI, ChatOpenAI
+        from langchain_openai import ChatOpenAI
     except ImportError:  # pragma: no cover - langchain-openai is a dependency
         return ()
-    return (ChatOpenAI, AzureChatOpenAI)
+    return (ChatOpenAI,)
 
 
 @dataclass(frozen=True)

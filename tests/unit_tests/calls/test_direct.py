@@ -46,6 +46,14 @@ class _Counter(ReplyCounter):
         self.ends += 1
 
 
+def _azure() -> Any:
+    from langchain_openai import AzureChatOpenAI
+
+    return AzureChatOpenAI(
+        azure_deployment="d", azure_endpoint="https://x.example.test", api_version="2024-10-21", api_key=SecretStr("k")
+    )
+
+
 def _model(handler: Any, ahandler: Any = None) -> ChatOpenAI:
     """A ChatOpenAI without client retries whose requests ``handler`` (``ahandler`` for async calls) answers."""
     return ChatOpenAI(
@@ -149,11 +157,10 @@ def test_only_reply_counters_let_a_call_go_directly(rules: list[Rule], runnable_
         lambda m: m.with_config(tags=["x"]),
         lambda m: m.bind(stop=["\n"]),
         lambda m: ChatOpenAI(model="m", api_key=SecretStr("k"), streaming=True),
-        lambda m: type("Mine", (ChatOpenAI,), {})(
-            model="m", api_key=SecretStr("k")
-        ),  # a subclass may read replies its own way
+        lambda m: type("Mine", (ChatOpenAI,), {})(model="m", api_key=SecretStr("k")),  # reads replies its own way
+        lambda m: _azure(),  # its client builds its paths its own way
     ],
-    ids=["with_retry", "with_config", "stop", "streaming", "subclass"],
+    ids=["with_retry", "with_config", "stop", "streaming", "subclass", "azure"],
 )
 def test_anything_but_a_plain_chat_openai_goes_through_the_runnable(model: Any) -> None:
     assert DirectChat.of(model(ChatOpenAI(model="m", api_key=SecretStr("k")))) is None
