@@ -173,15 +173,7 @@ class CallRunner:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = (
-                    self._direct_stream([requests[i] for i in pending], counters)
-                    if counters is not None
-                    else self._sent.batch_as_completed(
-                        [requests[i].messages for i in pending],
-                        config=self._configs([requests[i] for i in pending], callbacks),
-                        return_exceptions=True,
-                    )
-                )
+                stream = self._stream([requests[i] for i in pending], counters, callbacks)
                 retry = []
                 for i, reply in stream:
                     if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar):
@@ -202,15 +194,7 @@ class CallRunner:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = (
-                    self._adirect_stream([requests[i] for i in pending], counters)
-                    if counters is not None
-                    else self._sent.abatch_as_completed(
-                        [requests[i].messages for i in pending],
-                        config=self._configs([requests[i] for i in pending], callbacks),
-                        return_exceptions=True,
-                    )
-                )
+                stream = self._astream([requests[i] for i in pending], counters, callbacks)
                 retry = []
                 async for i, reply in stream:
                     if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar):
@@ -251,6 +235,24 @@ class CallRunner:
         if self._direct is None or not pending or not self._direct.sendable(requests[pending[0]].messages):
             return None
         return self._direct.counters(callbacks)
+
+    def _stream(
+        self, requests: Sequence[Request[Any]], counters: list[ReplyCounter] | None, callbacks: Callbacks
+    ) -> Iterator[tuple[int, Any]]:
+        """``(index, reply or exception)`` as each call ends: straight through the client, or through the runnable."""
+        if counters is not None:
+            return self._direct_stream(requests, counters)
+        configs = self._configs(requests, callbacks)
+        return self._sent.batch_as_completed([r.messages for r in requests], config=configs, return_exceptions=True)
+
+    def _astream(
+        self, requests: Sequence[Request[Any]], counters: list[ReplyCounter] | None, callbacks: Callbacks
+    ) -> AsyncIterator[tuple[int, Any]]:
+        """Async twin of :meth:`_stream`."""
+        if counters is not None:
+            return self._adirect_stream(requests, counters)
+        configs = self._configs(requests, callbacks)
+        return self._sent.abatch_as_completed([r.messages for r in requests], config=configs, return_exceptions=True)
 
     def _direct_call(self, request: Request[Any], counters: Sequence[ReplyCounter]) -> Any:
         """One direct call in a worker thread: the reply (kept and counted as it arrives) or the exception."""
