@@ -11,7 +11,8 @@ choose the thresholds on the packaged MiniLM cosine (or a learned proxy), decide
 against the gold relative to the strong judge alone, and how often the stated recall held (it must in at least
 ``1 - delta`` of the seeds). The gold (``--gold``) is a linter's: pycodestyle's own report for the pycodestyle
 corpus, ruff's mapped to the policy's statements for ``--set ruff``, ruff's through the demo rules' codes for
-``--set demo``. Compared
+``--set demo``; for ``--set nba`` it is RuleArena's own (each problem's ``relevant_rules``, read from
+``--nba-data``). Compared
 with a MiniLM-cosine prefilter sending the same number of top-cosine pairs to the strong judge (no guarantee),
 and, with ``--cheap``, the band cascade of :func:`~langchain_tag.judging.cascade.choose_band` at the same share.
 
@@ -76,7 +77,9 @@ def _outcome(decided: Sequence[bool], pairs: Pairs, seen: int) -> Outcome:
     )
 
 
-def load_pairs(job: Path, strong: Path, cheap: Path | None, gold: str, embeddings: Any) -> Pairs:
+def load_pairs(
+    job: Path, strong: Path, cheap: Path | None, gold: str, embeddings: Any, *, nba_data: Path | None = None
+) -> Pairs:
     """The job's pairs from its files and the recorded outputs (``--all-pairs`` records)."""
     texts = {}
     for line in (job / "inputs.jsonl").read_text(encoding="utf-8").splitlines():
@@ -95,7 +98,7 @@ def load_pairs(job: Path, strong: Path, cheap: Path | None, gold: str, embedding
     strong_pairs = decisions(strong)
     cheap_pairs = decisions(cheap) if cheap is not None else {}
     keys = [(i, r.rule_id) for i in texts for r in rules]
-    codes = _gold(gold, texts)
+    codes = _gold(gold, texts, nba_data)
     features = PairFeatures(embeddings)
     cosines = features.cosines([(texts[i], r) for i in texts for r in rules])
     cheap_p = [cheap_pairs[k]["p_yes"] if k in cheap_pairs else None for k in keys]
@@ -108,8 +111,8 @@ def load_pairs(job: Path, strong: Path, cheap: Path | None, gold: str, embedding
     )
 
 
-def _gold(kind: str, texts: dict[str, str]) -> dict[str, set[str]]:
-    """Per input, the rule ids the linter reports: pycodestyle's codes, or the ruff policy's statement ids."""
+def _gold(kind: str, texts: dict[str, str], nba_data: Path | None = None) -> dict[str, set[str]]:
+    """Per input, the gold rule ids: the linter's report, or the NBA problem's ``relevant_rules`` in the catalog."""
     if kind == "pycodestyle":
         from langchain_tag_bench.pep8 import pycodestyle_codes
 
@@ -128,7 +131,17 @@ def _gold(kind: str, texts: dict[str, str]) -> dict[str, set[str]]:
             i: {rule for rule, codes in RULE_CODES.items() if found & set(codes)}
             for i, found in zip(texts, reported, strict=True)
         }
-    raise SystemExit(f"--gold: 'pycodestyle', 'ruff' or 'demo', got {kind!r}")
+    if kind == "nba":
+        from langchain_tag_bench.nba import catalog_rules
+        from langchain_tag_bench.nba_cases import nba_cases, nba_data_dir
+
+        folder = nba_data_dir(nba_data)
+        cases = {c["id"]: set(c["violates"]) for c in nba_cases(folder, {r.rule_id for r in catalog_rules(folder)})}
+        unknown = sorted(set(texts) - set(cases))
+        if unknown:
+            raise SystemExit(f"--gold nba: {folder} has no problem {unknown[0]!r} (of {len(unknown)} input ids)")
+        return {i: cases[i] for i in texts}
+    raise SystemExit(f"--gold: 'pycodestyle', 'ruff', 'demo' or 'nba', got {kind!r}")
 
 
 def replay(
@@ -177,8 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--strong", type=Path, required=True, help="the strong judge's --all-pairs output")
     parser.add_argument("--cheap", type=Path, help="a cheap judge's --all-pairs output (band cascade, learned proxy)")
     parser.add_argument(
-        "--gold", choices=("pycodestyle", "ruff", "demo"), default="pycodestyle", help="the linter giving the gold"
+        "--gold", choices=("pycodestyle", "ruff", "demo", "nba"), default="pycodestyle", help="what gives the gold"
     )
+    parser.add_argument("--nba-data", type=Path, default=None, help="the RuleArena NBA directory (--gold nba)")
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--budgets", default="200,400", help="label budgets, comma-separated")
     parser.add_argument("--targets", default="0.9:0.1,0.95:0.05", help="recall:delta pairs, comma-separated")
@@ -186,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from langchain_tag.local.models import get_embeddings
 
-    pairs = load_pairs(args.job, args.strong, args.cheap, args.gold, get_embeddings())
+    pairs = load_pairs(args.job, args.strong, args.cheap, args.gold, get_embeddings(), nba_data=args.nba_data)
     n = len(pairs.strong)
     print(
         f"# {n} pairs, {sum(pairs.strong)} strong YES, {sum(pairs.gold)} gold YES; strong alone F1 vs gold "

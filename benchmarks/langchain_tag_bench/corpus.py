@@ -11,7 +11,10 @@ HumanEval is read from ``../shared/data/humaneval`` or ``--humaneval``; nothing 
 statements as rules, one rule per statement, its id the statement's (``S01``); about one pair in twenty is a
 violation, against one in two thousand for the pycodestyle corpus. ``--set demo`` writes the demo set's 52
 cases and the shipped demo rules ruff can check (:data:`~langchain_tag_bench.check_loop.RULE_CODES`; gold from
-ruff through those codes).
+ruff through those codes). ``--set nba`` writes the first ``--inputs`` problems of a seeded shuffle of the NBA
+set's test split (:mod:`langchain_tag_bench.nba_cases`: RuleArena scenarios, so a larger count keeps the smaller
+one's problems) and RuleArena's 55-rule catalog as rules; the gold is each problem's ``relevant_rules``, about one
+pair in five. The data is read from ``--nba-data`` (default the shared ``rulearena-nba``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from langchain_tag.rules import Rule, save_rules
 
-__all__ = ["code_snippets", "demo_job", "main", "ruff_job", "statement_rules"]
+__all__ = ["code_snippets", "demo_job", "main", "nba_job", "ruff_job", "statement_rules"]
 
 HUMANEVAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "humaneval" / "HumanEval.jsonl.gz"
 
@@ -88,6 +91,21 @@ def demo_job() -> tuple[list[dict[str, str]], list[Rule]]:
     return [{"id": c["id"], "text": c["code"]} for c in cases], rules
 
 
+def nba_job(count: int, data_dir: Path | None = None, *, seed: int = 0) -> tuple[list[dict[str, str]], list[Rule]]:
+    """The first ``count`` test-split NBA problems of a seeded shuffle, in id order, and the catalog's rules."""
+    from langchain_tag_bench.nba import catalog_rules
+    from langchain_tag_bench.nba_cases import nba_cases, nba_data_dir
+
+    folder = nba_data_dir(data_dir)
+    rules = catalog_rules(folder)
+    test = [c for c in nba_cases(folder, {r.rule_id for r in rules}) if c["split"] == "test"]
+    if count > len(test):
+        raise SystemExit(f"--inputs: the NBA set's test split has {len(test)} problems, got {count}")
+    random.Random(seed).shuffle(test)
+    drawn = sorted(test[:count], key=lambda c: c["id"])
+    return [{"id": c["id"], "text": c["text"]} for c in drawn], rules
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the corpus's inputs and rules."""
     from langchain_tag_bench.scale import scale_rules
@@ -97,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rules", type=int, default=20)
     parser.add_argument("--humaneval", type=Path, default=HUMANEVAL)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--set", choices=("pycodestyle", "ruff", "demo"), default="pycodestyle")
+    parser.add_argument("--set", choices=("pycodestyle", "ruff", "demo", "nba"), default="pycodestyle")
+    parser.add_argument("--nba-data", type=Path, default=None, help="the RuleArena NBA directory")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "langchain-tag")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -105,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         items, rules = ruff_job(args.inputs, args.cache_dir), statement_rules()
     elif args.set == "demo":
         items, rules = demo_job()
+    elif args.set == "nba":
+        items, rules = nba_job(args.inputs, args.nba_data)
     else:
         items, rules = code_snippets(args.humaneval, args.inputs), scale_rules(args.rules)
     (args.out / "inputs.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")

@@ -233,3 +233,33 @@ def test_nba_quality_set_without_data_names_the_path(tmp_path: Path) -> None:
 
     with pytest.raises(NbaDataError, match=str(tmp_path / "absent")):
         load_quality_set("nba", data_path=tmp_path / "absent")
+
+
+# ------------------------------------------------------------------ the bulk job and its gold
+def test_nba_job_is_the_test_split_against_the_catalog_and_its_gold_is_relevant_rules(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from langchain_tag.rules import save_rules
+    from langchain_tag.testing import HashingEmbeddings
+    from langchain_tag_bench.cascade_guarantee import load_pairs
+    from langchain_tag_bench.corpus import nba_job
+
+    items, rules = nba_job(1, data_dir)
+    assert items == [{"id": "L0-001", "text": load_problems(data_dir, levels=(0,))[1].text}]
+    assert [r.rule_id for r in rules] == [entry["rule_id"] for entry in CATALOG]
+    with pytest.raises(SystemExit, match="test split has 1 problems, got 2"):
+        nba_job(2, data_dir)
+
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "inputs.jsonl").write_text(json.dumps(items[0]) + "\n")
+    save_rules(rules, job / "rules.jsonl")
+    pairs_out = [{"rule_id": r.rule_id, "applies": r.rule_id.startswith("minimum"), "p_yes": 0.5} for r in rules]
+    (job / "strong.jsonl").write_text(json.dumps({"id": "L0-001", "pairs": pairs_out}) + "\n")
+    pairs = load_pairs(job, job / "strong.jsonl", None, "nba", HashingEmbeddings(), nba_data=data_dir)
+    # MINIMUM's gold is the cap rule and the minimum salary exception (the catalog's first two), nothing else.
+    assert pairs.gold == [True, True, False, False] and pairs.strong == [False, True, False, False]
+
+    (job / "inputs.jsonl").write_text(json.dumps({"id": "L9-000", "text": "x"}) + "\n")
+    with pytest.raises(SystemExit, match="no problem 'L9-000'"):
+        load_pairs(job, job / "strong.jsonl", None, "nba", HashingEmbeddings(), nba_data=data_dir)
