@@ -27,7 +27,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_tag.judging.guarantee import label_sample
 from langchain_tag.judging.proxy import PairFeatures, log_odds_feature
@@ -145,7 +145,13 @@ def _gold(kind: str, texts: dict[str, str], nba_data: Path | None = None) -> dic
 
 
 def replay(
-    pairs: Pairs, *, seed: int, budget: int, target_recall: float, delta: float, proxy: str = "cosine"
+    pairs: Pairs,
+    *,
+    seed: int,
+    budget: int,
+    target_recall: float,
+    delta: float,
+    proxy: Literal["cosine", "learned"] = "cosine",
 ) -> tuple[Outcome, bool]:
     """The guaranteed cascade for one label draw; and whether the stated recall held."""
     n = len(pairs.strong)
@@ -212,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|---|")
     summary = []
-    proxies = ["cosine", "learned"] if args.cheap else ["cosine"]
+    proxies: list[Literal["cosine", "learned"]] = ["cosine", "learned"] if args.cheap else ["cosine"]
     for budget in (int(b) for b in args.budgets.split(",")):
         for spec in args.targets.split(","):
             target, delta = (float(x) for x in spec.split(":"))
