@@ -1,0 +1,93 @@
+"""How a command ends: its exit statuses, SIGTERM taken as Ctrl-C, a closed standard output, a one-line error."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import NoReturn
+
+from langchain_tag.calls.identity import redact_urls
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_JUDGMENTS_FAILED",
+    "EXIT_STDOUT_CLOSED",
+    "EXIT_TERMINATED",
+    "Terminated",
+    "one_line",
+    "sigterm_as_interrupt",
+    "stdout_to_devnull",
+]
+
+EXIT_JUDGMENTS_FAILED = 3
+"""Exit status of ``match`` when some judgments failed (unreadable replies or provider errors counted as NO)."""
+
+
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as a shell reports a Unix tool the signal ended."""
+
+
+EXIT_TERMINATED = 143
+"""Exit status after SIGTERM (128 + SIGTERM), which stops a command as Ctrl-C does."""
+
+
+EXIT_STDOUT_CLOSED = 141
+"""Exit status when the reader of standard output went away (128 + SIGPIPE, what ``yes | head -1`` gives ``yes``)."""
+
+
+def one_line(exc: BaseException) -> str:
+    """The error on one line, URLs redacted; a validation error as its field and message, without pydantic's links."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error.get("loc", ()))
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"{where}: {message}" if where else message)
+        text = "; ".join(parts)
+    else:
+        text = str(exc)
+    return redact_urls(" ".join(text.split())) or type(exc).__name__
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that a command stops as on Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread.
+
+    So a ``kill`` (a job scheduler's, a container's stop) unwinds as Ctrl-C
+    does: the partial results file is removed, the verdict cache is closed,
+    and the command says what it kept. Outside the main thread nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def stdout_to_devnull() -> None:
+    """Point standard output at the null device, so the last flush at exit finds no closed pipe to complain of."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)

@@ -1,0 +1,106 @@
+"""What several commands share: option types, the verdict-cache and judging options, the retriever they configure."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langchain_tag.judging.prompts import JUDGE_PROMPTS
+
+__all__ = [
+    "add_cache_options",
+    "add_judge_options",
+    "int_at_least",
+    "judging_retriever",
+    "non_negative_int",
+    "positive_int",
+    "read_input",
+    "verdict_cache",
+]
+
+
+def read_input(value: str) -> str:
+    """The input text given on the command line, or standard input's for ``"-"``; refused when blank."""
+    text = sys.stdin.read() if value == "-" else value
+    if not text.strip():
+        raise ValueError("the input is empty")
+    return text
+
+
+def int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``, named ``what`` in the usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+
+    return parse
+
+
+positive_int = int_at_least(1, "a positive integer")
+
+
+non_negative_int = int_at_least(0, "a non-negative integer")
+
+
+def add_cache_options(p: argparse.ArgumentParser) -> None:
+    """``--verdicts FILE`` and ``--no-cache``: where the judge's verdicts are kept (:func:`verdict_cache`)."""
+    p.add_argument(
+        "--verdicts",
+        metavar="FILE",
+        help="SQLite verdict cache kept across runs (default: verdicts.sqlite in the cache directory)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="keep verdicts for this run only")
+
+
+def add_judge_options(p: argparse.ArgumentParser) -> None:
+    """The options that decide which judgments are asked and how they are scored (as in ``match``)."""
+    p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
+    p.add_argument("--threshold", type=float, help="calibrated score needed (default: the calibration's, else 0.5)")
+    p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
+    p.add_argument("--raw", action="store_true", help="no calibration: threshold raw P(YES)")
+    p.add_argument(
+        "--reference-inputs", metavar="FILE", help="JSONL sample of your own unlabelled inputs (as in match)"
+    )
+    add_cache_options(p)
+
+
+def verdict_cache(args: argparse.Namespace) -> Any:
+    """The judge's verdict cache: ``--verdicts FILE`` (default: ``verdicts.sqlite`` in the cache directory).
+
+    Kept across runs, so a calibration's reference judgments and any pair
+    judged before cost no call; ``--no-cache`` keeps verdicts for this run only.
+    """
+    from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+    from langchain_tag.local.weights import default_cache_dir
+
+    if args.no_cache:
+        return InMemoryVerdictCache()
+    return SQLiteVerdictCache(Path(args.verdicts) if args.verdicts else default_cache_dir() / "verdicts.sqlite")
+
+
+def judging_retriever(args: argparse.Namespace, llm: Any, rules: list[Any], context_tokens: int | None = None) -> Any:
+    """An applicability retriever configured by the judging options (predicate, calibration, cache, ...)."""
+    from langchain_tag.judging.calibration.defaults import load_reference_inputs
+    from langchain_tag.judging.calibration.model import Calibration
+    from langchain_tag.retrievers import ApplicabilityRetriever
+
+    return ApplicabilityRetriever(
+        llm=llm,
+        context_tokens=context_tokens,
+        rules=rules,
+        predicate=args.predicate,
+        threshold=args.threshold,
+        calibration=None if args.raw else (Calibration.load(args.calibration) if args.calibration else "default"),
+        reference_inputs=load_reference_inputs(args.reference_inputs) if args.reference_inputs else None,
+        max_concurrency=args.max_concurrency,
+        cache=verdict_cache(args),
+    )
