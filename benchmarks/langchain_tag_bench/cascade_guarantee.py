@@ -78,9 +78,20 @@ def _outcome(decided: Sequence[bool], pairs: Pairs, seen: int) -> Outcome:
 
 
 def load_pairs(
-    job: Path, strong: Path, cheap: Path | None, gold: str, embeddings: Any, *, nba_data: Path | None = None
+    job: Path,
+    strong: Path,
+    cheap: Path | None,
+    gold: str,
+    embeddings: Any,
+    *,
+    nba_data: Path | None = None,
+    strong_score: float | None = None,
 ) -> Pairs:
-    """The job's pairs from its files and the recorded outputs (``--all-pairs`` records)."""
+    """The job's pairs from its files and the recorded outputs (``--all-pairs`` records).
+
+    With ``strong_score``, the strong judge's YES are the pairs whose recorded calibrated score is at least
+    that, instead of its recorded decisions: the same judgments read at another threshold, with no call.
+    """
     texts = {}
     for line in (job / "inputs.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
@@ -104,7 +115,10 @@ def load_pairs(
     cheap_p = [cheap_pairs[k]["p_yes"] if k in cheap_pairs else None for k in keys]
     rows = [[c, log_odds_feature(p)] if cheap is not None else [c] for c, p in zip(cosines, cheap_p, strict=True)]
     return Pairs(
-        strong=[bool(strong_pairs[k]["applies"]) for k in keys],
+        strong=[
+            bool(strong_pairs[k]["applies"]) if strong_score is None else strong_pairs[k]["score"] >= strong_score
+            for k in keys
+        ],
         gold=[r in codes[i] for i, r in keys],
         rows=rows,
         cheap_p=cheap_p,
@@ -199,6 +213,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--gold", choices=("pycodestyle", "ruff", "demo", "nba"), default="pycodestyle", help="what gives the gold"
     )
     parser.add_argument("--nba-data", type=Path, default=None, help="the RuleArena NBA directory (--gold nba)")
+    parser.add_argument(
+        "--strong-score",
+        type=float,
+        metavar="T",
+        help="read the strong judge's YES as recorded score >= T instead of its decisions (another threshold)",
+    )
+    parser.add_argument(
+        "--proxies",
+        metavar="LIST",
+        help="proxies to replay, comma-separated: cosine, learned (default: cosine, and learned with --cheap; "
+        "learned without --cheap is a logistic regression on the cosine alone)",
+    )
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--budgets", default="200,400", help="label budgets, comma-separated")
     parser.add_argument("--targets", default="0.9:0.1,0.95:0.05", help="recall:delta pairs, comma-separated")
@@ -206,7 +232,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from langchain_tag.local.models import get_embeddings
 
-    pairs = load_pairs(args.job, args.strong, args.cheap, args.gold, get_embeddings(), nba_data=args.nba_data)
+    pairs = load_pairs(
+        args.job,
+        args.strong,
+        args.cheap,
+        args.gold,
+        get_embeddings(),
+        nba_data=args.nba_data,
+        strong_score=args.strong_score,
+    )
     n = len(pairs.strong)
     print(
         f"# {n} pairs, {sum(pairs.strong)} strong YES, {sum(pairs.gold)} gold YES; strong alone F1 vs gold "
@@ -218,7 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|---|")
     summary = []
-    proxies: list[Literal["cosine", "learned"]] = ["cosine", "learned"] if args.cheap else ["cosine"]
+    proxies: list[Literal["cosine", "learned"]] = []
+    for name in (args.proxies or ("cosine,learned" if args.cheap else "cosine")).split(","):
+        if name not in ("cosine", "learned"):
+            raise SystemExit(f"--proxies: 'cosine' or 'learned', got {name!r}")
+        proxies.append("learned" if name == "learned" else "cosine")
     for budget in (int(b) for b in args.budgets.split(",")):
         for spec in args.targets.split(","):
             target, delta = (float(x) for x in spec.split(":"))

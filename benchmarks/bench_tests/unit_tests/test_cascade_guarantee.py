@@ -52,3 +52,19 @@ def test_load_pairs_reads_the_job_and_the_all_pairs_output(tmp_path: Path) -> No
     (tmp_path / "strong.jsonl").write_text(json.dumps(record) + "\n")
     pairs = load_pairs(tmp_path, tmp_path / "strong.jsonl", None, "pycodestyle", HashingEmbeddings())
     assert pairs.strong == [True, False] and pairs.gold == [True, False] and len(pairs.rows[0]) == 1
+
+
+def test_load_pairs_reads_the_strong_judge_at_another_score_threshold(tmp_path: Path) -> None:
+    (tmp_path / "inputs.jsonl").write_text(json.dumps({"id": "a", "text": "import os, sys\n"}) + "\n")
+    rules = [Rule(rule_id=code, rule_name=code, condition="c", action="a") for code in ("E401", "E501")]
+    save_rules(rules, tmp_path / "rules.jsonl")
+    pairs = [
+        {"rule_id": "E401", "applies": False, "p_yes": 0.4, "score": 0.06},
+        {"rule_id": "E501", "applies": False, "p_yes": 0.3, "score": 0.01},
+    ]
+    (tmp_path / "strong.jsonl").write_text(json.dumps({"id": "a", "pairs": pairs}) + "\n")
+    recorded = load_pairs(tmp_path, tmp_path / "strong.jsonl", None, "pycodestyle", HashingEmbeddings())
+    reread = load_pairs(
+        tmp_path, tmp_path / "strong.jsonl", None, "pycodestyle", HashingEmbeddings(), strong_score=0.05
+    )
+    assert recorded.strong == [False, False] and reread.strong == [True, False]
