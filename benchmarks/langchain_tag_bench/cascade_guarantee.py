@@ -27,10 +27,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast, get_args
 
 from langchain_tag.judging.guarantee import label_sample
-from langchain_tag.judging.proxy import PairFeatures, log_odds_feature
+from langchain_tag.judging.proxy import PairFeatures, ProxyKind, log_odds_feature
 from langchain_tag.rules import load_rules
 from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds
 
@@ -146,11 +146,11 @@ def _gold(kind: str, texts: dict[str, str], nba_data: Path | None = None) -> dic
             for i, found in zip(texts, reported, strict=True)
         }
     if kind == "nba":
-        from langchain_tag_bench.nba import catalog_rules
-        from langchain_tag_bench.nba_cases import nba_cases, nba_data_dir
+        from langchain_tag_bench.nba_cases import nba_data_dir
+        from langchain_tag_bench.quality import load_quality_set
 
         folder = nba_data_dir(nba_data)
-        cases = {c["id"]: set(c["violates"]) for c in nba_cases(folder, {r.rule_id for r in catalog_rules(folder)})}
+        cases = {c["id"]: set(c["violates"]) for c in load_quality_set("nba", data_path=folder).cases}
         unknown = sorted(set(texts) - set(cases))
         if unknown:
             raise SystemExit(f"--gold nba: {folder} has no problem {unknown[0]!r} (of {len(unknown)} input ids)")
@@ -165,7 +165,7 @@ def replay(
     budget: int,
     target_recall: float,
     delta: float,
-    proxy: Literal["cosine", "learned"] = "cosine",
+    proxy: ProxyKind = "cosine",
 ) -> tuple[Outcome, bool]:
     """The guaranteed cascade for one label draw; and whether the stated recall held."""
     n = len(pairs.strong)
@@ -252,11 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|---|")
     summary = []
-    proxies: list[Literal["cosine", "learned"]] = []
-    for name in (args.proxies or ("cosine,learned" if args.cheap else "cosine")).split(","):
-        if name not in ("cosine", "learned"):
-            raise SystemExit(f"--proxies: 'cosine' or 'learned', got {name!r}")
-        proxies.append("learned" if name == "learned" else "cosine")
+    names = (args.proxies or ("cosine,learned" if args.cheap else "cosine")).split(",")
+    unknown = [name for name in names if name not in get_args(ProxyKind)]
+    if unknown:
+        raise SystemExit(f"--proxies: 'cosine' or 'learned', got {unknown[0]!r}")
+    proxies = cast(list[ProxyKind], names)
     for budget in (int(b) for b in args.budgets.split(",")):
         for spec in args.targets.split(","):
             target, delta = (float(x) for x in spec.split(":"))

@@ -94,16 +94,16 @@ def demo_job() -> tuple[list[dict[str, str]], list[Rule]]:
 def nba_job(count: int, data_dir: Path | None = None, *, seed: int = 0) -> tuple[list[dict[str, str]], list[Rule]]:
     """The first ``count`` test-split NBA problems of a seeded shuffle, in id order, and the catalog's rules."""
     from langchain_tag_bench.nba import catalog_rules
-    from langchain_tag_bench.nba_cases import nba_cases, nba_data_dir
+    from langchain_tag_bench.nba_cases import nba_data_dir
+    from langchain_tag_bench.quality import load_quality_set
 
     folder = nba_data_dir(data_dir)
-    rules = catalog_rules(folder)
-    test = [c for c in nba_cases(folder, {r.rule_id for r in rules}) if c["split"] == "test"]
+    test = [c for c in load_quality_set("nba", data_path=folder).cases if c["split"] == "test"]
     if count > len(test):
         raise SystemExit(f"--inputs: the NBA set's test split has {len(test)} problems, got {count}")
     random.Random(seed).shuffle(test)
     drawn = sorted(test[:count], key=lambda c: c["id"])
-    return [{"id": c["id"], "text": c["text"]} for c in drawn], rules
+    return [{"id": c["id"], "text": c["text"]} for c in drawn], catalog_rules(folder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_tag.cli.exits import EXIT_JUDGMENTS_FAILED
-from langchain_tag.cli.options import judging_retriever
+from langchain_tag.cli.options import judging_retriever, verdicts_path
 from langchain_tag.cli.output import write_records
 
 __all__ = ["MATCH_EPILOG", "bulk_match_asked", "cmd_match_inputs", "what_was_kept", "write_corpus"]
@@ -154,12 +154,13 @@ def write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) -> 
             tally["inputs_failed"] += bool(record["failed"])
             yield record
 
+    ray = getattr(args, "engine", "process") == "ray"
+
     def judge(sendable: list[Any]) -> Iterable[dict[str, Any]]:
-        if getattr(args, "engine", "process") == "ray":
+        if ray:
             return _ray_records(args, sendable, retriever)
         return match_corpus(sendable, retriever, all_pairs=args.all_pairs)
 
-    ray = getattr(args, "engine", "process") == "ray"
     results = counted(_with_unsendable(args, items, retriever, judge) if ray else judge(items))
     where = write_records(results, args.output)
     failed = f", {tally['failed']} failed judgments on {tally['inputs_failed']} inputs" if tally["failed"] else ""
@@ -208,9 +209,5 @@ def what_was_kept(args: argparse.Namespace) -> str:
     output = "" if args.output in (None, "-") else f"; {args.output} is left as it was"
     if args.no_cache:
         return f"{output}; no judgment is kept (--no-cache)"
-    verdicts = args.verdicts
-    if not verdicts:
-        from langchain_tag.local.weights import default_cache_dir
-
-        verdicts = default_cache_dir() / "verdicts.sqlite"  # as verdict_cache opened it
-    return f"{output}; the judgments made so far are kept in {verdicts}: run the same command again to resume"
+    kept = f"the judgments made so far are kept in {verdicts_path(args)}"
+    return f"{output}; {kept}: run the same command again to resume"

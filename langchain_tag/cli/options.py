@@ -19,6 +19,7 @@ __all__ = [
     "positive_int",
     "read_input",
     "verdict_cache",
+    "verdicts_path",
 ]
 
 
@@ -73,18 +74,24 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     add_cache_options(p)
 
 
+def verdicts_path(args: argparse.Namespace) -> Path:
+    """The verdict cache's file: ``--verdicts FILE``, else ``verdicts.sqlite`` in the cache directory."""
+    from langchain_tag.local.weights import default_cache_dir
+
+    return Path(args.verdicts) if args.verdicts else default_cache_dir() / "verdicts.sqlite"
+
+
 def verdict_cache(args: argparse.Namespace) -> Any:
-    """The judge's verdict cache: ``--verdicts FILE`` (default: ``verdicts.sqlite`` in the cache directory).
+    """The judge's verdict cache: the SQLite file of :func:`verdicts_path`.
 
     Kept across runs, so a calibration's reference judgments and any pair
     judged before cost no call; ``--no-cache`` keeps verdicts for this run only.
     """
     from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
-    from langchain_tag.local.weights import default_cache_dir
 
     if args.no_cache:
         return InMemoryVerdictCache()
-    return SQLiteVerdictCache(Path(args.verdicts) if args.verdicts else default_cache_dir() / "verdicts.sqlite")
+    return SQLiteVerdictCache(verdicts_path(args))
 
 
 def judging_retriever(args: argparse.Namespace, llm: Any, rules: list[Any], context_tokens: int | None = None) -> Any:
