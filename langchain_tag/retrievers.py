@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -32,6 +32,7 @@ from langchain_tag.judging.calibration.scorer import LabelledFit
 from langchain_tag.judging.chat import ChatJudge, ChatRunnable
 from langchain_tag.judging.context_window import CONTEXT_TOKENS_ENV
 from langchain_tag.judging.decision_api import BaseDecisionModel, is_decision_model
+from langchain_tag.judging.decision_model import ChatDecisionModel
 from langchain_tag.judging.decisions import DecisionJudge
 from langchain_tag.judging.judge import Judge, JudgeState
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
@@ -348,8 +349,13 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             "reference_inputs": self.reference_inputs,
         }
         settings.update(overrides)
-        judge_class: type[Judge] = DecisionJudge if is_decision_model(self.llm) else ChatJudge
-        judge = judge_class(self.llm, self.predicate, state=self._state, **settings)
+        judge: Judge
+        if isinstance(self.llm, ChatDecisionModel):  # our chat judge behind the decision interface: the chat judge
+            judge = ChatJudge(self.llm.llm, self.predicate, questions=True, state=self._state, **settings)
+        elif is_decision_model(self.llm):
+            judge = DecisionJudge(self.llm, self.predicate, state=self._state, **settings)
+        else:
+            judge = ChatJudge(cast(ChatRunnable, self.llm), self.predicate, state=self._state, **settings)
         if key is not None:
             self._built = (key, judge)
         return judge

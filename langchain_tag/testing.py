@@ -175,11 +175,22 @@ _RULE_ID_PATTERNS = (
 )
 
 
+_QUESTION_RULE = re.compile(r"\(rule (\S+)\)")
+
+
+def _question(prompt: str) -> str | None:
+    """The question line of a prompt that asks a rule as a yes/no question (``QUESTION: ... (rule R1) ...``)."""
+    block = prompt.rsplit("\nQUESTION: ", 1)
+    return block[1].split("\n", 1)[0] if len(block) == 2 else None
+
+
 def judged_rule_id(prompt: str) -> str | None:
-    """The id of the rule a judge prompt asks about, or ``None``."""
+    """The id of the rule a judge prompt asks about (in its RULE block, or its question), or ``None``."""
     block = prompt.rsplit("RULE:\n", 1)
     if len(block) != 2:
-        return None
+        question = _question(prompt)
+        found = _QUESTION_RULE.search(question) if question is not None else None
+        return found.group(1) if found else None
     for pattern in _RULE_ID_PATTERNS:
         found = pattern.search("RULE:\n" + block[1])
         if found:
@@ -196,14 +207,19 @@ _NEGATED_STATEMENT = re.compile(
 def asks_negation(prompt: str) -> bool:
     """Whether a judge prompt asks about a rule's negated condition (the second half of a contrast)."""
     block = prompt.rsplit("RULE:\n", 1)
-    return len(block) == 2 and bool(_NEGATED_STATEMENT.search(block[1]))
+    if len(block) == 2:
+        return bool(_NEGATED_STATEMENT.search(block[1]))
+    question = _question(prompt)
+    return question is not None and bool(_NEGATED_STATEMENT.match(question))
 
 
 def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:
     """A fake judge that says YES exactly for the given rule ids.
 
-    It reads the rule id from the RULE block of the judge prompt, so it works
-    for any input and any call order. Asked about a rule's negated condition
+    It reads the rule id from the RULE block of the judge prompt (or from the
+    question of a rule asked as a yes/no question, as a
+    :class:`~langchain_tag.judging.decision_model.ChatDecisionModel` asks it),
+    so it works for any input, any call order and every judge of the package. Asked about a rule's negated condition
     (:func:`asks_negation`), it gives the opposite answer, as a consistent
     judge would.
     """

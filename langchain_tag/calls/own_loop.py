@@ -3,7 +3,7 @@
 Threads pay for every request in the interpreter's lock: against a fast endpoint a pool of worker threads
 sends at about 0.85x the pace one event loop reaches on the same cores. :func:`iterate_on_own_loop` drives an
 async job from sync code, step by step, on a private event loop in the calling thread. Its calls straight
-through a model's client (:mod:`langchain_tag.calls.direct`) use a private HTTP client made for the job and
+through a model's client (:mod:`langchain_tag.calls._direct`) use a private HTTP client made for the job and
 closed with it (:func:`job_async_client`), so no connection of the model's shared client is left bound to a
 loop that is gone.
 """

@@ -4,14 +4,15 @@ A :class:`Request` pairs a prompt with the parser of its reply. The runner
 
 - looks each request up in a store first (the extraction store, the verdict
   cache: anything with ``get``/``put`` by request, :class:`RunnerStore`),
-- sends the rest through ``batch_as_completed`` (or its async twin) with
-  bounded concurrency, one config per request (run name, tags, metadata);
-  or, when nothing but reply counters would see a call of a plain
-  ``ChatOpenAI``, straight through its own client
-  (:mod:`langchain_tag.calls.direct`), the same requests without LangChain's
-  per-call run machinery,
-- reads each reply with the request's parser and puts a readable one in the
-  store as soon as it arrives,
+- sends the rest with bounded concurrency (worker threads, or tasks of the
+  caller's event loop), each through the runnable with a config of its own
+  (the caller's callbacks, run name, tags, metadata); or, when nothing but
+  reply counters would see a call of a plain ``ChatOpenAI``, straight
+  through its own client (:mod:`langchain_tag.calls._direct`), the same
+  requests without LangChain's per-call run machinery; the choice is made
+  once per run,
+- reads each reply once, with the request's parser, in the thread or task
+  it arrived on, and puts a readable one in the store there and then,
 - retries what failed, once per attempt up to ``max_attempts``: a reply that
   did not parse always, a request that raised unless it was a transport fault
   the model's own client already retried (:mod:`langchain_tag.calls.faults`), after
@@ -25,6 +26,8 @@ extraction skips the item, either raises
 What it does raise is a store that cannot keep a reply it paid for
 (:class:`~langchain_tag.calls.verdict_cache.VerdictCacheError`, at the end of
 the run): judging on while the verdicts are lost would only cost more.
+
+What a run hands between its calls and its loop belongs to that run; nothing is kept at module level.
 """
 
 from __future__ import annotations
@@ -33,27 +36,28 @@ import asyncio
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Generic, Protocol, TypeVar
 
-from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, Callbacks
+from langchain_core.callbacks import BaseCallbackHandler, Callbacks
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from tqdm.auto import tqdm
 
-from langchain_tag.calls.direct import DirectChat, ReplyCounter, reply_result
 from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_permanent, is_transient
 from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model
 from langchain_tag.calls.replies import message_text
 from langchain_tag.errors import ParseError
 
-__all__ = ["CallRunner", "ChatRunnable", "Outcome", "Request", "RunnerStore"]
+__all__ = ["CallRunner", "ChatRunnable", "Outcome", "ReplyCounter", "Request", "RunnerStore"]
 
 T = TypeVar("T")
 
@@ -126,6 +130,55 @@ ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
 """A chat model or any runnable built from one (``llm.bind(...)``, ``.with_retry()``, ``.with_fallbacks()``)."""
 
 
+class DirectSender(Protocol):
+    """How a run sends straight through a model's own client (:class:`~langchain_tag.calls._direct.DirectChat`)."""
+
+    @property
+    def may_run_on_own_loop(self) -> bool:
+        """Whether a sync job may send from an event loop of its own."""
+        ...
+
+    def sendable(self, messages: Any) -> bool:
+        """Whether ``messages`` go out as a plain chat completion."""
+        ...
+
+    def counters(self, callbacks: Callbacks, counter_type: type[BaseCallbackHandler]) -> list[Any] | None:
+        """The handlers a call would have when all are ``counter_type``; ``None`` when another would see it."""
+        ...
+
+    def send(self, messages: Any) -> AIMessage:
+        """Send one request and read its reply."""
+        ...
+
+    async def asend(self, messages: Any) -> AIMessage:
+        """Async twin of :meth:`send`."""
+        ...
+
+
+class ReplyCounter(BaseCallbackHandler):
+    """A handler that only counts replies (a progress bar): a call only such handlers see may be sent directly.
+
+    It is told of each reply with :meth:`on_llm_end`, whichever way the call went.
+    """
+
+    run_inline = True
+
+
+Arrival = tuple[Any, Any, str | None]
+"""What one call gave, read in the thread or task it arrived on: the reply (or the exception it raised), the
+parsed value and why the reply could not be read (``None`` when it was)."""
+
+
+@dataclass
+class _Run:
+    """What one run hands between its calls and its loop: the sending strategy and the store's first failure."""
+
+    send: Callable[[Request[Any]], Any]
+    asend: Callable[[Request[Any]], Awaitable[Any]]
+    counters: Sequence[ReplyCounter] = ()
+    failed_put: list[BaseException] = field(default_factory=list)
+
+
 @dataclass
 class CallRunner:
     """Send requests with bounded concurrency and bounded retries, reusing stored outcomes.
@@ -160,28 +213,37 @@ class CallRunner:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.model is None:
             self.model = self.llm
-        self._sent: Runnable[Any, Any] = self.gate.wrap(self.llm) if self.gate is not None else self.llm
-        self._direct = DirectChat.of(self.llm)
-        # A store that holds verdicts back (a SQLite cache's pending writes) is settled after every run.
-        self._settles = self.store is not None and getattr(self.store, "holds_back", True)
+
+    @cached_property
+    def direct(self) -> DirectSender | None:
+        """The model called straight through its client when nothing observes a call (``None``: never).
+
+        Worked out at the first run (the private hooks it needs checked then), once for the runner. The direct
+        path wraps the ``openai`` extra: it is looked at only when ``langchain_openai`` is loaded (as it is when
+        the model is a ``ChatOpenAI``).
+        """
+        if "langchain_openai" not in sys.modules:
+            return None
+        from langchain_tag.calls._direct import DirectChat
+
+        return DirectChat.of(self.llm)
 
     def run(self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = "") -> list[Outcome[T]]:
         """Run ``requests``; return one outcome per request, in request order."""
         outcomes, pending = self._start(requests)
-        counters = self._counters(requests, pending, callbacks)
+        run = self._run(requests, pending, callbacks)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = self._stream([requests[i] for i in pending], counters, callbacks)
-                retry = []
-                for i, reply in stream:
-                    if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar):
-                        retry.append(pending[i])
+                sent = [requests[i] for i in pending]
+                with ContextThreadPoolExecutor(max_workers=min(self.max_concurrency, len(sent))) as pool:
+                    futures = {pool.submit(self._call, run, r): i for i, r in enumerate(sent)}
+                    retry = [pending[futures[f]] for f in as_completed(futures)
+                             if self._take(outcomes[pending[futures[f]]], f.result(), bar)]  # fmt: skip
                 pending, delay = self._next_round(outcomes, retry, attempt)
                 time.sleep(delay)
-        if self._settles or id(self.store) in _FAILED_PUTS:
-            _settle(self.store)
+        self._settle(run)
         return outcomes
 
     async def arun(
@@ -189,20 +251,25 @@ class CallRunner:
     ) -> list[Outcome[T]]:
         """Async twin of :meth:`run`."""
         outcomes, pending = self._start(requests)
-        counters = self._counters(requests, pending, callbacks)
+        run = self._run(requests, pending, callbacks)
+        cap = asyncio.Semaphore(self.max_concurrency)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                stream = self._astream([requests[i] for i in pending], counters, callbacks)
+                tasks = [asyncio.ensure_future(self._acall(run, i, requests[i], cap)) for i in pending]
                 retry = []
-                async for i, reply in stream:
-                    if self._take(requests[pending[i]], outcomes[pending[i]], reply, bar):
-                        retry.append(pending[i])
+                try:
+                    for done in asyncio.as_completed(tasks):
+                        index, arrival = await done
+                        if self._take(outcomes[index], arrival, bar):
+                            retry.append(index)
+                finally:
+                    for task in tasks:
+                        task.cancel()
                 pending, delay = self._next_round(outcomes, retry, attempt)
                 await asyncio.sleep(delay)
-        if self._settles or id(self.store) in _FAILED_PUTS:
-            _settle(self.store)
+        self._settle(run)
         return outcomes
 
     def _start(self, requests: Sequence[Request[T]]) -> tuple[list[Outcome[T]], list[int]]:
@@ -218,122 +285,74 @@ class CallRunner:
                 outcomes.append(found)
         return outcomes, pending
 
-    @property
-    def direct(self) -> DirectChat | None:
-        """The model called straight through its client when nothing observes a call (``None``: never)."""
-        return self._direct
+    def _run(self, requests: Sequence[Request[Any]], pending: Sequence[int], callbacks: Callbacks) -> _Run:
+        """How this run sends, chosen once: straight through the model's client, or through the runnable.
 
-    def _counters(
-        self, requests: Sequence[Request[Any]], pending: Sequence[int], callbacks: Callbacks
-    ) -> list[ReplyCounter] | None:
-        """The reply counters to tell when this run's calls go straight through the model's client, else ``None``.
-
-        Direct when the model is a plain ``ChatOpenAI`` (:class:`~langchain_tag.calls.direct.DirectChat`), its
+        Direct when the model is a plain ``ChatOpenAI`` (:class:`~langchain_tag.calls._direct.DirectChat`), its
         requests plain chat completions, and nothing but reply counters would see a call; the calls are then the
         same requests through the same client, without LangChain's per-call run machinery.
         """
-        if self._direct is None or not pending or not self._direct.sendable(requests[pending[0]].messages):
-            return None
-        return self._direct.counters(callbacks)
+        direct = self.direct
+        if direct is not None and pending and direct.sendable(requests[pending[0]].messages):
+            counters = direct.counters(callbacks, ReplyCounter)
+            if counters is not None:
+                return _Run(lambda r: direct.send(r.messages), lambda r: direct.asend(r.messages), counters)
 
-    def _stream(
-        self, requests: Sequence[Request[Any]], counters: list[ReplyCounter] | None, callbacks: Callbacks
-    ) -> Iterator[tuple[int, Any]]:
-        """``(index, reply or exception)`` as each call ends: straight through the client, or through the runnable."""
-        if counters is not None:
-            return self._direct_stream(requests, counters)
-        configs = self._configs(requests, callbacks)
-        return self._sent.batch_as_completed([r.messages for r in requests], config=configs, return_exceptions=True)
+        def config(request: Request[Any]) -> RunnableConfig:
+            return RunnableConfig(callbacks=callbacks, run_name=request.run_name,  # type: ignore[typeddict-item]
+                                  tags=list(request.tags), metadata=dict(request.metadata))  # fmt: skip
 
-    def _astream(
-        self, requests: Sequence[Request[Any]], counters: list[ReplyCounter] | None, callbacks: Callbacks
-    ) -> AsyncIterator[tuple[int, Any]]:
-        """Async twin of :meth:`_stream`."""
-        if counters is not None:
-            return self._adirect_stream(requests, counters)
-        configs = self._configs(requests, callbacks)
-        return self._sent.abatch_as_completed([r.messages for r in requests], config=configs, return_exceptions=True)
+        return _Run(lambda r: self.llm.invoke(r.messages, config(r)), lambda r: self.llm.ainvoke(r.messages, config(r)))
 
-    def _direct_call(self, request: Request[Any], counters: Sequence[ReplyCounter]) -> Any:
-        """One direct call in a worker thread: the reply (kept and counted as it arrives) or the exception."""
-        assert self._direct is not None
+    def _call(self, run: _Run, request: Request[Any]) -> Arrival:
+        """One call in a worker thread, holding a place of the gate: its reply, read once and kept as it arrives."""
         try:
             with self.gate.place() if self.gate is not None else nullcontext():
-                reply = self._direct.send(request.messages)
+                reply = run.send(request)
         except Exception as exc:
-            return exc
-        self._arrived(request, reply, counters)
-        return reply
+            return exc, None, None
+        return self._arrived(run, request, reply)
 
-    async def _adirect_call(
-        self, request: Request[Any], counters: Sequence[ReplyCounter], cap: asyncio.Semaphore
-    ) -> Any:
-        assert self._direct is not None
+    async def _acall(self, run: _Run, index: int, request: Request[Any], cap: asyncio.Semaphore) -> tuple[int, Arrival]:
+        """Async twin of :meth:`_call`, with the request's index for the loop that awaits it."""
         try:
             async with cap, self.gate.aplace() if self.gate is not None else nullcontext():
-                reply = await self._direct.asend(request.messages)
+                reply = await run.asend(request)
         except Exception as exc:
-            return exc
-        self._arrived(request, reply, counters)
-        return reply
+            return index, (exc, None, None)
+        return index, self._arrived(run, request, reply)
 
-    def _arrived(self, request: Request[Any], reply: AIMessage, counters: Sequence[ReplyCounter]) -> None:
-        """What the keeper and the counters do for a reply of the runnable path, for a direct one."""
-        if self.store is not None and request.key is not None:
-            _keep(self.store, request, reply)
-        if counters:
-            result = reply_result(reply)
-            for counter in counters:
-                counter.on_llm_end(result, run_id=uuid.uuid4())
+    def _arrived(self, run: _Run, request: Request[Any], reply: Any) -> Arrival:
+        """Read a reply once, put a readable one in the store straight away, and tell the reply counters.
 
-    def _direct_stream(
-        self, requests: Sequence[Request[Any]], counters: Sequence[ReplyCounter]
-    ) -> Iterator[tuple[int, Any]]:
-        """``(index, reply or exception)`` as each direct call ends, ``max_concurrency`` threads at once."""
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests))) as pool:
-            futures = {pool.submit(self._direct_call, r, counters): i for i, r in enumerate(requests)}
-            try:
-                for future in as_completed(futures):
-                    yield futures[future], future.result()
-            finally:
-                for future in futures:
-                    future.cancel()
-
-    async def _adirect_stream(
-        self, requests: Sequence[Request[Any]], counters: Sequence[ReplyCounter]
-    ) -> AsyncIterator[tuple[int, Any]]:
-        """Async twin of :meth:`_direct_stream`: ``max_concurrency`` calls in flight."""
-        cap = asyncio.Semaphore(self.max_concurrency)
-
-        async def call(index: int, request: Request[Any]) -> tuple[int, Any]:
-            return index, await self._adirect_call(request, counters, cap)
-
-        tasks = [asyncio.ensure_future(call(i, r)) for i, r in enumerate(requests)]
+        Storing as it arrives, not when the run's loop takes the reply, means an interrupted run (a kill,
+        Ctrl-C) loses no reply that had arrived.
+        """
+        for counter in run.counters:
+            counter.on_llm_end(LLMResult(generations=[[ChatGeneration(message=reply)]]), run_id=uuid.uuid4())
         try:
-            for next_done in asyncio.as_completed(tasks):
-                yield await next_done
-        finally:
-            for task in tasks:
-                task.cancel()
-
-    def _configs(self, requests: Sequence[Request[Any]], callbacks: Callbacks) -> list[RunnableConfig]:
-        return [
-            RunnableConfig(
-                max_concurrency=self.max_concurrency,
-                callbacks=_with_keeper(callbacks, self.store, r),
-                run_name=r.run_name,  # type: ignore[typeddict-item]
-                tags=list(r.tags),
-                metadata=dict(r.metadata),
-            )
-            for r in requests
-        ]
+            value = request.parse(reply)
+        except ParseError as exc:
+            return reply, None, str(exc)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return reply, None, f"unexpected reply structure: {type(exc).__name__}: {exc}"
+        if self.store is not None and request.key is not None:
+            try:
+                prompt, completion = _tokens(reply)
+                kept = Outcome(value=value, attempts=1, prompt_tokens=prompt, completion_tokens=completion)
+                kept.reply = _text(reply)
+                self.store.put(request, kept)
+            except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
+                run.failed_put.append(exc)
+        return reply, value, None
 
     def _bar(self, total: int, done: int, desc: str) -> Any:
         disable = (not sys.stderr.isatty()) if self.show_progress is None else not self.show_progress
         return tqdm(total=total, initial=done, desc=desc, disable=disable or total == 0, leave=False)
 
-    def _take(self, request: Request[T], outcome: Outcome[T], reply: Any, bar: Any) -> bool:
-        """Record one reply in ``outcome``; return whether the request should be sent again."""
+    def _take(self, outcome: Outcome[T], arrival: Arrival, bar: Any) -> bool:
+        """Record one call in ``outcome``; return whether the request should be sent again."""
+        reply, value, error = arrival
         outcome.attempts += 1
         if isinstance(reply, BaseException):
             outcome.error = f"{describe_error(reply)} (from {describe_model(self.model)})"
@@ -344,26 +363,12 @@ class CallRunner:
             if retried:
                 outcome.error += f" ({outcome.attempts + retried} requests sent, {retried} of them by its client)"
             return not (is_permanent(reply) or retried)
-        outcome.fault = None
-        usage: Any = reply.usage_metadata if isinstance(reply, AIMessage) else getattr(reply, "usage", None)
-        if usage and not isinstance(usage, Mapping):  # a decision model's usage object
-            usage = {
-                "input_tokens": getattr(usage, "input_tokens", 0),
-                "output_tokens": getattr(usage, "output_tokens", 0),
-            }
-        outcome.prompt_tokens += int((usage or {}).get("input_tokens") or 0)
-        outcome.completion_tokens += int((usage or {}).get("output_tokens") or 0)
-        outcome.reply = reply.text if isinstance(reply, BaseMessage) else reply if isinstance(reply, str) else ""
-        kept = _READ.pop(id(reply), None)  # the keeper's reading of this very reply, made as it arrived
-        try:
-            outcome.value = kept[1] if kept is not None and kept[0] is reply else request.parse(reply)
-        except ParseError as exc:
-            outcome.error = str(exc)
+        prompt, completion = _tokens(reply)
+        outcome.fault, outcome.reply, outcome.value, outcome.error = None, _text(reply), value, error
+        outcome.prompt_tokens += prompt
+        outcome.completion_tokens += completion
+        if error is not None:
             return True
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            outcome.error = f"unexpected reply structure: {type(exc).__name__}: {exc}"
-            return True
-        outcome.error = None  # the store already has it: _Keeper put it there as it arrived
         bar.update(1)
         return False
 
@@ -374,78 +379,30 @@ class CallRunner:
             return pending, backoff_delay(attempt, base=self.retry_backoff)
         return pending, 0.0
 
+    def _settle(self, run: _Run) -> None:
+        """At the end of a run: commit what the store holds back, and raise the first reply it failed to keep.
 
-_READ: dict[int, tuple[Any, Any]] = {}
-"""Replies a keeper has read as they arrived, by the reply object's id (with the reply, so the id stays its own)."""
-
-
-class _Keeper(BaseCallbackHandler):
-    """Puts one request's readable reply in the store as soon as it arrives, in the thread it arrives on.
-
-    Storing there, not when the runner's loop takes the reply, means an interrupted run (a kill, Ctrl-C)
-    loses no reply that had arrived: neither one not yet taken by the loop nor a call in flight that
-    finishes while the run shuts down.
-    """
-
-    run_inline = True
-    raise_error = True  # a fault of the keeper itself is not to be logged and forgotten
-
-    def __init__(self, store: RunnerStore, request: Request[Any]) -> None:
-        self.store = store
-        self.request = request
-
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
-        generation = response.generations[0][0] if response.generations and response.generations[0] else None
-        if isinstance(generation, ChatGeneration):
-            _keep(self.store, self.request, generation.message)
+        A store that cannot keep what is paid for stops the work (a full disk, a lock
+        held elsewhere) instead of letting it go on judging what will be lost.
+        """
+        if self.store is None:
+            return
+        flush = getattr(self.store, "flush", None)
+        if callable(flush) and (run.failed_put or getattr(self.store, "holds_back", True)):
+            flush()
+        if run.failed_put:
+            raise run.failed_put[0]
 
 
-def _keep(store: RunnerStore, request: Request[Any], reply: BaseMessage) -> None:
-    """Put a readable reply in the store as it arrives; note the reading so the runner does not parse it again."""
-    outcome: Outcome[Any] = Outcome(attempts=1, reply=message_text(reply))
-    if isinstance(reply, AIMessage) and reply.usage_metadata:
-        outcome.prompt_tokens = reply.usage_metadata.get("input_tokens", 0)
-        outcome.completion_tokens = reply.usage_metadata.get("output_tokens", 0)
-    try:
-        outcome.value = request.parse(reply)
-    except (ParseError, KeyError, TypeError, ValueError, AttributeError):
-        return
-    try:
-        store.put(request, outcome)
-    except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
-        _FAILED_PUTS.setdefault(id(store), (store, exc))
-    _READ[id(reply)] = (reply, outcome.value)  # the runner takes this reading instead of parsing again
+def _text(reply: Any) -> str:
+    """A reply's text: a chat message's, a plain string; nothing for a decision model's response."""
+    return message_text(reply) if isinstance(reply, BaseMessage | str) else ""
 
 
-_FAILED_PUTS: dict[int, tuple[Any, BaseException]] = {}
-"""The first failure of each store to keep a reply, by the store's id (with the store, so the id stays its own)."""
-
-
-def _settle(store: RunnerStore | None) -> None:
-    """At the end of a run: commit what the store holds back, and raise the first reply it failed to keep.
-
-    A store that cannot keep what is paid for stops the work (a full disk, a lock
-    held elsewhere) instead of letting it go on judging what will be lost.
-    """
-    if store is None:
-        return
-    flush = getattr(store, "flush", None)
-    if callable(flush):
-        flush()
-    failed = _FAILED_PUTS.pop(id(store), None)
-    if failed is not None and failed[0] is store:
-        raise failed[1]
-
-
-def _with_keeper(callbacks: Callbacks, store: RunnerStore | None, request: Request[Any]) -> Callbacks:
-    """``callbacks`` plus a :class:`_Keeper` for ``request`` when it is to be stored."""
-    if store is None or request.key is None:
-        return callbacks
-    keeper = _Keeper(store, request)
-    if callbacks is None:
-        return [keeper]
-    if isinstance(callbacks, list):
-        return [*callbacks, keeper]
-    manager: BaseCallbackManager = callbacks.copy()
-    manager.add_handler(keeper, inherit=True)
-    return manager
+def _tokens(reply: Any) -> tuple[int, int]:
+    """The prompt and completion tokens a reply reports (a chat message's usage, a decision response's)."""
+    usage: Any = reply.usage_metadata if isinstance(reply, AIMessage) else getattr(reply, "usage", None)
+    if usage and not isinstance(usage, Mapping):  # a decision model's usage object
+        usage = {"input_tokens": getattr(usage, "input_tokens", 0), "output_tokens": getattr(usage, "output_tokens", 0)}
+    usage = usage or {}
+    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)

@@ -350,6 +350,10 @@ class CascadeJudge:
         """The cheap judge's cap on judgments in flight."""
         return self.cheap.max_concurrency
 
+    def requests_for(self, judgments: int) -> int:
+        """Requests of the cheap judge for ``judgments`` judgments of one input (the strong one's come after)."""
+        return self.cheap.requests_for(judgments)
+
     def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
         """The cheap judge's requests for ``query`` (every pair; the strong ones are known only after them)."""
         return self.cheap.requests(query, rules)

@@ -15,20 +15,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
 
 from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.runner import CallRunner, ChatRunnable, Outcome, Request
 from langchain_tag.calls.verdict_cache import VerdictStore
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.judge import Batch, Judge
-from langchain_tag.judging.pairs import PairRequest, combine_halves, read_reply, render_pairs
-from langchain_tag.judging.prompts import VerdictFormat
+from langchain_tag.judging.pairs import PairRequest, combine_halves, read_reply, render_pairs, render_questions
+from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, VerdictFormat
 from langchain_tag.judging.read import parse_verdict
 from langchain_tag.judging.results import Judgment
 from langchain_tag.rules import Rule
 
-__all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "chat_judge", "configure_judge"]
+__all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "chat_judge", "configure_judge", "never_streaming"]
 
 JUDGE_TAGS = ("tag_judge", "nostream")
 """Tags of every judge run: ``nostream`` keeps its tokens out of LangGraph's ``stream_mode="messages"``."""
@@ -38,24 +41,52 @@ TOP_LOGPROBS = 5
 
 
 def configure_judge(llm: ChatRunnable, verdict_format: VerdictFormat = "token") -> ChatRunnable:
-    """The judge as it is called: a bare model that takes logprobs gets them bound, and a one-token cap.
+    """The judge as it is called: never streaming, and a bare model that takes logprobs gets them and a one-token cap.
 
     A chat model with ``logprobs``, ``top_logprobs`` and ``max_tokens``
     fields (``ChatOpenAI`` and other OpenAI-compatible clients), none of them
     set, is bound with ``logprobs=True, top_logprobs=5`` and, for one-word
     verdicts, ``max_tokens=1``. Anything else (a model configured by you, a
     ``bind``/``with_retry``/``with_fallbacks`` runnable, a provider without
-    logprobs) is called as given.
+    logprobs) is called as given, but for streaming (:func:`never_streaming`).
     """
     fields = getattr(type(llm), "model_fields", {})
-    if not {"logprobs", "top_logprobs", "max_tokens"} <= set(fields):
-        return llm
-    if any(getattr(llm, name, None) is not None for name in ("logprobs", "top_logprobs", "max_tokens")):
-        return llm  # configured by its owner (e.g. logprobs left off for a server that refuses them)
-    options: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+    configured = not {"logprobs", "top_logprobs", "max_tokens"} <= set(fields) or any(
+        getattr(llm, name, None) is not None for name in ("logprobs", "top_logprobs", "max_tokens")
+    )  # configured by its owner (e.g. logprobs left off for a server that refuses them), or without those fields
+    if configured:
+        return never_streaming(llm)
+    options: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS, "stream": False}
     if verdict_format == "token":
         options["max_tokens"] = 1
     return llm.bind(**options)
+
+
+def never_streaming(runnable: ChatRunnable) -> ChatRunnable:
+    """``runnable`` with its chat models' calls never streamed, whatever the caller streams.
+
+    Under ``astream_events`` or LangGraph's ``stream_mode="messages"`` a chat model streams its reply when it can,
+    ``nostream`` tag or not: an endpoint that cannot stream then fails every call, and one that can sends each
+    verdict's tokens to the caller. ``stream=False`` is bound where the call's options reach a chat model: on a
+    chat model, a ``bind``/``with_retry``/``with_config`` of one, fallbacks made of those, and the first step of
+    a sequence that starts with one (``llm | parser``). Anything else is called as given.
+    """
+    if _takes_call_options(runnable):
+        return runnable.bind(stream=False)
+    if isinstance(runnable, RunnableSequence) and _takes_call_options(runnable.first):
+        return RunnableSequence(runnable.first.bind(stream=False), *runnable.middle, runnable.last)
+    return runnable
+
+
+def _takes_call_options(runnable: Runnable[Any, Any]) -> bool:
+    """Whether call options given to ``runnable`` reach nothing but chat models."""
+    if isinstance(runnable, BaseChatModel):
+        return True
+    if isinstance(runnable, RunnableBindingBase):
+        return _takes_call_options(runnable.bound)
+    if isinstance(runnable, RunnableWithFallbacks):
+        return all(_takes_call_options(r) for r in runnable.runnables)
+    return False
 
 
 def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
@@ -92,9 +123,20 @@ class ChatJudge(Judge):
 
     Takes the :class:`~langchain_tag.judging.judge.Judge` settings; ``llm`` is a chat model or a runnable built
     from one, and a bare OpenAI-compatible model gets logprobs and a one-token cap bound (:func:`configure_judge`).
+
+    Args:
+        llm: The chat model.
+        predicate: The judge prompt or its registry name.
+        questions: Ask each rule as a yes/no question (:func:`~langchain_tag.judging.pairs.render_questions`),
+            as a :class:`~langchain_tag.judging.decision_model.ChatDecisionModel` asks a ``Noul``: the judge a
+            retriever makes of one.
+        **settings: The other :class:`~langchain_tag.judging.judge.Judge` settings.
     """
 
-    def __init__(self, llm: ChatRunnable, predicate: Any = "applicability", **settings: Any) -> None:
+    def __init__(
+        self, llm: ChatRunnable, predicate: Any = "applicability", *, questions: bool = False, **settings: Any
+    ) -> None:
+        self.questions = questions
         super().__init__(llm, predicate, **settings)
         self.runner = CallRunner(
             configure_judge(llm, self.verdict_format),
@@ -106,6 +148,15 @@ class ChatJudge(Judge):
             store=VerdictStore(self.cache) if self.cache is not None else None,
         )
 
+    @property
+    def scoring_version(self) -> str:
+        """The prompt's scoring version; asked as questions, with the question format's version too.
+
+        A rule prompt's calibration does not apply to the question form.
+        """
+        version = self.prompt.scoring_version
+        return f"{version}+{QUESTION_PROMPT_VERSION}" if self.questions else version
+
     def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
         """The prompt for one pair."""
         return self.prompt.messages(query, rule, self.verdict_format)
@@ -116,6 +167,8 @@ class ChatJudge(Judge):
         Plain data for another engine (a Ray Data pipeline, a provider batch
         API); feed each reply back with :meth:`record`.
         """
+        if self.questions:
+            return render_questions(self.prompt, query, rules, model=self.model_identity)
         return render_pairs(self.prompt, query, rules, model=self.model_identity, verdict_format=self.verdict_format)
 
     def record(

@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from langchain_core.callbacks import Callbacks
+from langchain_core.runnables import ensure_config
 from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self, override
 
 from langchain_tag.calls.identity import model_identity
 from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache, VerdictStore, verdict_key
+from langchain_tag.calls.verdict_cache import VerdictCache, VerdictStore
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import JUDGE_TAGS, ChatRunnable, configure_judge
 from langchain_tag.judging.decision_api import (
@@ -34,7 +36,7 @@ from langchain_tag.judging.decision_api import (
     state_text,
     unsupported_questions,
 )
-from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, question_messages
+from langchain_tag.judging.pairs import question_pair
 from langchain_tag.judging.read import parse_verdict
 
 __all__ = ["ChatDecisionModel"]
@@ -63,10 +65,11 @@ class ChatDecisionModel(BaseDecisionModel):
     """The chat model that answers (a bare OpenAI-compatible model gets logprobs and a one-token cap bound)."""
     model: str = ""
     """The answering model's name in responses and traces; empty: the chat model's identity."""
-    cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
-    """Verdict cache: a question asked before about the same state costs no call; ``None``: none."""
+    cache: VerdictCache | None = None
+    """Verdict cache: a question asked before about the same state costs no call; ``None`` (the default): none.
+    Given to an :class:`~langchain_tag.retrievers.ApplicabilityRetriever`, the retriever's cache is the one used."""
     max_concurrency: int = Field(default=8, ge=1)
-    """Most questions in flight at once."""
+    """Most questions in flight at once, unless the call's config says otherwise (``max_concurrency``)."""
     max_attempts: int = Field(default=2, ge=1)
     """Calls per question before it fails."""
 
@@ -84,19 +87,28 @@ class ChatDecisionModel(BaseDecisionModel):
     @override
     def _classify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
         requests = self._requests(state, questions)
-        return self._response(questions, self._runner().run(requests))
+        runner, callbacks = self._runner()
+        return self._response(questions, runner.run(requests, callbacks=callbacks))
 
     @override
     async def _aclassify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
         requests = self._requests(state, questions)
-        return self._response(questions, await self._runner().arun(requests))
+        runner, callbacks = self._runner()
+        return self._response(questions, await runner.arun(requests, callbacks=callbacks))
 
-    def _runner(self) -> CallRunner:
+    def _runner(self) -> tuple[CallRunner, Callbacks]:
+        """The call's runner and callbacks, from the config of the call (its chat calls are child runs of it)."""
+        config = ensure_config()
         store = VerdictStore(self.cache) if self.cache is not None else None
-        llm = configure_judge(self.llm)
-        return CallRunner(
-            llm, model=self.llm, max_concurrency=self.max_concurrency, max_attempts=self.max_attempts, store=store
+        limit = config.get("max_concurrency") or self.max_concurrency
+        runner = CallRunner(
+            configure_judge(self.llm),
+            model=self.llm,
+            max_concurrency=limit,
+            max_attempts=self.max_attempts,
+            store=store,
         )
+        return runner, config.get("callbacks")
 
     def _requests(self, state: State, questions: dict[str, Question]) -> list[Request[Verdict]]:
         refused = unsupported_questions(questions)
@@ -106,20 +118,16 @@ class ChatDecisionModel(BaseDecisionModel):
         requests = []
         for name, question in questions.items():
             assert isinstance(question, Noul)
-            asked = _text(question.instructions)
             criteria = question.criteria
             yes, no = (_text(criteria.true), _text(criteria.false)) if criteria is not None else ("", "")
+            pair = question_pair(
+                model=identity, query=text, name=name, question=_text(question.instructions), yes_means=yes, no_means=no
+            )
             requests.append(
                 Request(
-                    messages=question_messages(text, asked, yes, no),
+                    messages=list(pair.messages),
                     parse=parse_verdict,
-                    key=verdict_key(
-                        model=identity,
-                        prompt_version=QUESTION_PROMPT_VERSION,
-                        verdict_format="token",
-                        query=text,
-                        rule_text="\n".join((asked, yes, no)),
-                    ),
+                    key=pair.key,
                     run_name=f"tag_question {name}",
                     tags=list(JUDGE_TAGS),
                     metadata={"tag_question": name},

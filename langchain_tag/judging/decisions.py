@@ -25,7 +25,7 @@ from langchain_tag.errors import ParseError
 from langchain_tag.judging.decision_api import probabilities, question_request
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.pairs import PairRequest, combine_halves
-from langchain_tag.judging.prompts import JudgePrompt
+from langchain_tag.judging.prompts import rule_question
 from langchain_tag.judging.results import Judgment
 from langchain_tag.rules import Rule
 
@@ -44,17 +44,8 @@ NEGATED_PREFIX = "not:"
 """Question-name prefix of a contrast prompt's negated half (the statement half is named by the rule id)."""
 
 
-def instructions(prompt: JudgePrompt, rule: Rule) -> str:
-    """A rule as one yes/no question: the rule as the judge prompt renders it, then the prompt's question.
-
-    >>> from langchain_tag.judging.prompts import JUDGE_PROMPTS
-    >>> rule = Rule(rule_id="R1", rule_name="bare except", condition="an except clause names no class", action="-")
-    >>> print(instructions(JUDGE_PROMPTS["applicability"], rule))
-    Statement: an except clause names no class
-    (rule R1)
-    Is the statement true of the input?
-    """
-    return f"{prompt.render_rule(rule)}\n{prompt.question}"
+instructions = rule_question
+"""A rule as one yes/no question (:func:`~langchain_tag.judging.prompts.rule_question`)."""
 
 
 class DecisionJudge(Judge):
@@ -91,6 +82,10 @@ class DecisionJudge(Judge):
     def scoring_version(self) -> str:
         """The prompt's scoring version and the decision format: a chat judge's calibration does not apply."""
         return f"{self.prompt.scoring_version}+{DECISION_FORMAT}"
+
+    def requests_for(self, judgments: int) -> int:
+        """One request per ``max_questions`` judgments of an input."""
+        return -(-judgments // self.max_questions)
 
     def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
         """One question per rule (and per negated half), each with its verdict-cache key; no chat messages."""

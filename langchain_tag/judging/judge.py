@@ -267,6 +267,10 @@ class Judge(ABC):
         Each carries the verdict-cache key of its judgment, so a job can tell which are cached.
         """
 
+    def requests_for(self, judgments: int) -> int:
+        """How many requests ``judgments`` judgments of one input take (one each, unless a judge batches them)."""
+        return judgments
+
     def reference_requests(self, rules: Sequence[Rule]) -> list[PairRequest]:
         """The requests the calibration's reference judgments need for ``rules`` (none without references)."""
         return [r for ref, missing in self.scorer.needed_references(rules) for r in self.requests(ref, missing)]

@@ -26,7 +26,16 @@ from typing import Any
 
 from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.verdict_cache import verdict_key
-from langchain_tag.judging.prompts import TOKEN_REPLY, USER_TEMPLATE, JudgePrompt, VerdictFormat, fence_input
+from langchain_tag.judging.prompts import (
+    QUESTION_PROMPT_VERSION,
+    TOKEN_REPLY,
+    USER_TEMPLATE,
+    JudgePrompt,
+    VerdictFormat,
+    fence_input,
+    question_messages,
+    rule_question,
+)
 from langchain_tag.judging.read import parse_reply
 from langchain_tag.judging.results import Judgment, contrast_judgment
 from langchain_tag.rules import Rule
@@ -34,8 +43,10 @@ from langchain_tag.rules import Rule
 __all__ = [
     "PairRequest",
     "combine_halves",
+    "question_pair",
     "read_reply",
     "render_pairs",
+    "render_questions",
 ]
 
 
@@ -113,6 +124,50 @@ def render_pairs(
                 )
             )
     return requests
+
+
+def question_pair(
+    *, model: str, query: str, name: str, question: str, yes_means: str = "", no_means: str = "", negated: bool = False
+) -> PairRequest:
+    """One yes/no ``question`` about ``query`` as a chat request (:func:`~.prompts.question_messages`).
+
+    The request a :class:`~langchain_tag.judging.decision_model.ChatDecisionModel` sends for a ``Noul`` question,
+    and a chat judge for a rule asked as a question (:func:`render_questions`): one cache key for both.
+
+    Args:
+        model: The judge model's identity (part of the cache key).
+        query: The input text.
+        name: The question's name (a rule id).
+        question: The question's full instructions.
+        yes_means: What counts as yes, when the question says so.
+        no_means: What counts as no, when the question says so.
+        negated: Whether this is the negated half of a contrast prompt.
+    """
+    key = verdict_key(
+        model=model,
+        prompt_version=QUESTION_PROMPT_VERSION,
+        verdict_format="token",
+        query=query,
+        rule_text="\n".join((question, yes_means, no_means)),
+    )
+    messages = tuple(question_messages(query, question, yes_means, no_means))
+    return PairRequest(
+        key=key, rule_id=name, prompt_version=QUESTION_PROMPT_VERSION, negated=negated, messages=messages
+    )
+
+
+def render_questions(prompt: JudgePrompt, query: str, rules: Sequence[Rule], *, model: str) -> list[PairRequest]:
+    """The requests that ask each rule of ``query`` as a yes/no question (:func:`question_pair`), input-major.
+
+    The rule's question is :func:`~langchain_tag.judging.prompts.rule_question` (a contrast prompt's negated half
+    asks its negation's), in the order :func:`render_pairs` gives.
+    """
+    halves = [(prompt, False)] + ([(prompt.negation, True)] if prompt.negation is not None else [])
+    return [
+        question_pair(model=model, query=query, name=rule.rule_id, question=rule_question(half, rule), negated=negated)
+        for half, negated in halves
+        for rule in rules
+    ]
 
 
 def read_reply(text: str, logprobs: Mapping[str, Any] | None = None) -> Verdict:

@@ -32,6 +32,7 @@ __all__ = [
     "negate_condition",
     "one_line",
     "question_messages",
+    "rule_question",
 ]
 
 VerdictFormat = Literal["token", "json"]
@@ -270,6 +271,18 @@ QUESTION_PROMPT_VERSION = "judge-question-v1"
 _QUESTION_SYSTEM = """You answer a yes/no question about an input. The input can be any kind of text: code, prose, a message, structured data, or the description of a case.
 Answer YES only if the input, as written, makes the answer yes; answer NO otherwise. Never assume facts the input does not give.
 Answer with one word."""
+
+
+def rule_question(prompt: JudgePrompt, rule: Rule) -> str:
+    """A rule as one yes/no question: the rule as the judge prompt renders it, then the prompt's question.
+
+    >>> rule = Rule(rule_id="R1", rule_name="bare except", condition="an except clause names no class", action="-")
+    >>> print(rule_question(JUDGE_PROMPTS["applicability"], rule))
+    Statement: an except clause names no class
+    (rule R1)
+    Is the statement true of the input?
+    """
+    return f"{prompt.render_rule(rule)}\n{prompt.question}"
 
 
 def question_messages(state: str, question: str, yes_means: str = "", no_means: str = "") -> list[dict[str, str]]:

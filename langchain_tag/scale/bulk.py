@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar, Union
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
-from langchain_tag.calls.direct import DirectChat, ReplyCounter
 from langchain_tag.calls.own_loop import iterate_on_own_loop, loop_is_free
 from langchain_tag.calls.recorded import RecordedReplies
+from langchain_tag.calls.runner import ReplyCounter
 from langchain_tag.calls.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import ProviderError, TagError
@@ -209,6 +209,9 @@ class _Job:
     retriever: Judged
     rules: list[Rule]
     per_input: int
+    """Judgments per input (pairs, or halves of a contrast prompt's pairs)."""
+    requests_per_input: int
+    """Requests per input: one per judgment, or per question batch of a decision model."""
     all_pairs: bool
     progress: _Progress
 
@@ -237,7 +240,8 @@ class _Job:
         progress = _Progress(total, show, cached=cached)
         cache = retriever.judge.cache
         claims = Claims(cache) if isinstance(cache, SQLiteVerdictCache) else None
-        return cls(retriever, rules, per_input, all_pairs, progress, to_judge, claims, len(items))
+        requests = retriever.judge.requests_for(per_input)
+        return cls(retriever, rules, per_input, requests, all_pairs, progress, to_judge, claims, len(items))
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -357,6 +361,7 @@ def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[R
 
 
 def _inputs_at_once(max_concurrency: int | None, retriever: Judged, per_input: int) -> int:
+    # per_input: requests per input (a decision model asks many rules in one)
     """Inputs judged at the same time: enough to keep the cap's requests busy (the cap holds whatever it is).
 
     One more than the cap holds at once when an input's requests do not fill the cap's places evenly: as its
@@ -443,7 +448,7 @@ def _match_items(
         yield from iterate_on_own_loop(_amatch_items(items, retriever, all_pairs, show_progress, max_concurrency))
         return
     job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
-    width = _inputs_at_once(max_concurrency, retriever, job.per_input)
+    width = _inputs_at_once(max_concurrency, retriever, job.requests_per_input)
     with job.running():
         for done, record in enumerate(_run_in_order(items, job.run, width), start=1):
             job.progress.input_done(done, len(items))
@@ -453,12 +458,12 @@ def _match_items(
 def _on_own_loop(retriever: Judged) -> bool:
     """Whether the sync job runs as the async one, on a loop of its own.
 
-    So it does for a judge called straight through a ``ChatOpenAI``'s client (:mod:`langchain_tag.calls.direct`)
+    So it does for a judge called straight through a ``ChatOpenAI``'s client (:mod:`langchain_tag.calls._direct`)
     that has no HTTP client of its own, from a thread with no running event loop.
     """
     runner = getattr(getattr(retriever, "judge", None), "runner", None)
     direct = getattr(runner, "direct", None)
-    return isinstance(direct, DirectChat) and direct.may_run_on_own_loop and loop_is_free()
+    return direct is not None and direct.may_run_on_own_loop and loop_is_free()
 
 
 def _run_in_order(
@@ -508,7 +513,7 @@ async def _amatch_items(
     max_concurrency: int | None,
 ) -> AsyncIterator[dict[str, Any]]:
     job = _Job.start(retriever, items, all_pairs=all_pairs, show=show_progress)
-    width = _inputs_at_once(max_concurrency, retriever, job.per_input)
+    width = _inputs_at_once(max_concurrency, retriever, job.requests_per_input)
     with job.running():
         done = 0
         async for record in _arun_in_order(items, job.arun, width):

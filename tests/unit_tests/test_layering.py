@@ -18,7 +18,7 @@ import langchain_tag
 
 PACKAGE = Path(langchain_tag.__file__).parent
 BESIDE = ("langchain_tag.local", "langchain_tag.cli")
-EXTRA_WRAPPERS = ("langchain_tag.integrations", "langchain_tag.scale.ray_data")
+EXTRA_WRAPPERS = ("langchain_tag.integrations", "langchain_tag.scale.ray_data", "langchain_tag.calls._direct")
 FORBIDDEN_FOR_CORE = (*BESIDE, "langchain_tag_bench")
 HEAVY = (
     "chromadb",

@@ -153,12 +153,14 @@ def test_bare_openai_compatible_judge_gets_logprobs_and_a_one_token_cap() -> Non
     openai = pytest.importorskip("langchain_openai")
     bare = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x")
     bound = configure_judge(bare)
-    assert bound is not bare and bound.kwargs == {"logprobs": True, "top_logprobs": 5, "max_tokens": 1}  # type: ignore[attr-defined]
+    expected = {"logprobs": True, "top_logprobs": 5, "max_tokens": 1, "stream": False}  # a judge never streams
+    assert bound is not bare and bound.kwargs == expected  # type: ignore[attr-defined]
     assert "max_tokens" not in configure_judge(bare, "json").kwargs  # type: ignore[attr-defined]
     configured = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x", logprobs=False)
-    assert configure_judge(configured) is configured  # a choice made is kept
+    kept = configure_judge(configured)  # a choice made is kept: only streaming is turned off
+    assert kept.bound is configured and kept.kwargs == {"stream": False}  # type: ignore[attr-defined]
     capped = openai.ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x", max_tokens=1)
-    assert configure_judge(capped) is capped
+    assert configure_judge(capped).bound is capped  # type: ignore[attr-defined]
     assert configure_judge(fake_judge(set())) is not None
 
 

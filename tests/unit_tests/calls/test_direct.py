@@ -14,7 +14,8 @@ from langchain_core.outputs import LLMResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from langchain_tag.calls.direct import DirectChat, ReplyCounter
+from langchain_tag.calls._direct import DirectChat
+from langchain_tag.calls.runner import ReplyCounter
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import ChatJudge, configure_judge
 from langchain_tag.rules import Rule
@@ -146,8 +147,10 @@ def test_only_reply_counters_let_a_call_go_directly(rules: list[Rule], runnable_
     assert runnable_calls == [] and counter.ends == len(rules) - 1  # counted as each reply arrived
     llm = configure_judge(endpoint.model())
     direct = DirectChat.of(llm)
-    assert direct is not None and direct.counters([counter]) == [counter]
-    assert direct.counters([_Seen()]) is None and direct.counters([counter, _Seen()]) is None
+    assert direct is not None and direct.counters([counter], ReplyCounter) == [counter]
+    assert (
+        direct.counters([_Seen()], ReplyCounter) is None and direct.counters([counter, _Seen()], ReplyCounter) is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -223,3 +226,77 @@ def test_direct_calls_keep_max_concurrency_as_a_cap_across_inputs(use_async: boo
         records = list(match_corpus(texts, retriever, show_progress=False))
     assert len(records) == 6 and [[m["rule_id"] for m in r["matched"]] for r in records] == [["R-001", "R-004"]] * 6
     assert state["most"] == 3
+
+
+def _without(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
+    """Remove ``owner.name`` as a release without it would: from every class of the MRO that defines it."""
+    classes = owner.__mro__ if isinstance(owner, type) else (owner,)
+    found = [c for c in classes if name in vars(c)]
+    assert found, f"{name} is not defined on {owner}"
+    for cls in found:
+        monkeypatch.delattr(cls, name)
+
+
+def _changed(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
+    """Replace ``owner.name`` with one of another shape (it takes no arguments)."""
+    monkeypatch.setattr(owner, name, staticmethod(lambda: None) if isinstance(owner, type) else (lambda: None))
+
+
+def _hooks() -> list[tuple[Any, str]]:
+    import openai._base_client
+    from langchain_openai.chat_models import base
+
+    return [
+        (ChatOpenAI, "_get_request_payload"),
+        (ChatOpenAI, "_use_responses_api"),
+        (ChatOpenAI, "_create_chat_result"),
+        (base, "_handle_openai_bad_request"),
+        (base, "_handle_openai_api_error"),
+        (openai._base_client, "make_request_options"),
+    ]
+
+
+@pytest.mark.parametrize("change", [_without, _changed], ids=["missing", "changed"])
+@pytest.mark.parametrize("hook", range(6), ids=[name for _, name in _hooks()])
+def test_a_private_hook_missing_or_changed_sends_through_the_runnable(
+    hook: int, change: Any, monkeypatch: pytest.MonkeyPatch, rules: list[Rule], caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from langchain_tag.retrievers import ApplicabilityRetriever
+    from langchain_tag.testing import prompt_text
+
+    endpoint = CountingEndpoint(_verdicts)
+    model = endpoint.model(max_retries=0)
+    public: list[str] = []
+
+    def generate(self: ChatOpenAI, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        """ChatOpenAI's public path in a release whose private hooks moved: it still answers."""
+        rule = judged_rule_id(prompt_text(messages))
+        public.append(str(rule))
+        reply = "YES" if rule in {"R-001", "R-004"} else "NO"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+    monkeypatch.setattr(ChatOpenAI, "_generate", generate)
+    owner, name = _hooks()[hook]
+    change(monkeypatch, owner, name)
+    with caplog.at_level(logging.DEBUG, logger="langchain_tag"):
+        found = ApplicabilityRetriever(llm=model, rules=rules, calibration=None, strict=True).invoke("q")
+    assert sorted(d.id for d in found) == ["R-001", "R-004"]
+    assert len(public) == len(rules) and endpoint.bodies == []
+    why = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and name in r.getMessage()]
+    assert len(why) == 1, [r.getMessage() for r in caplog.records]
+
+
+def test_the_installed_langchain_openai_is_within_the_tested_bound_and_has_every_hook() -> None:
+    from importlib.metadata import requires, version
+
+    from packaging.requirements import Requirement
+
+    declared = [Requirement(r) for r in requires("langchain-tag") or [] if r.startswith("langchain-openai")]
+    assert declared and all(req.specifier.filter([version("langchain-openai")]) for req in declared)
+    assert all("<" in str(req.specifier) for req in declared)  # an upper bound
+    assert DirectChat.of(ChatOpenAI(model="m", api_key=SecretStr("k"))) is not None  # every hook usable here

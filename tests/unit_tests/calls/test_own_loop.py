@@ -12,7 +12,7 @@ import pytest_socket
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from langchain_tag.calls.direct import DirectChat
+from langchain_tag.calls._direct import DirectChat
 from langchain_tag.calls.own_loop import iterate_on_own_loop, job_async_client
 from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+from uuid import UUID
+
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.decisions import BaseDecisionModel, Choice, ClassifierResponse, Noul, NoulCriteria, Score
 
 from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.decision_model import ChatDecisionModel
-from langchain_tag.testing import FakeChatModel
+from langchain_tag.judging.results import JudgmentsFailedError
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
 
 
 def _respond(prompt: str) -> str | tuple[str, float]:
@@ -92,3 +99,87 @@ def test_structured_state_is_judged_as_json() -> None:
         {"state": {"code": "print(1)"}, "questions": {"q": QUESTIONS["prints"]}}
     )
     assert response.nouls["q"].noul == 1.0
+
+
+# ---------------------------------------------------------------- the same judge as the chat judge
+
+
+RULES = [
+    Rule(rule_id=f"R{i}", rule_name=f"rule {i}", condition=f"the code shows mark {i}", action=f"a{i}") for i in range(8)
+]
+
+
+class _ChatRuns(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.chat_starts: list[UUID | None] = []
+        self.chain_starts = 0
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
+        self.chat_starts.append(parent_run_id)
+
+    def on_llm_start(self, serialized: Any, prompts: Any, **kw: Any) -> None:
+        self.chain_starts += 1
+
+
+def test_its_chat_calls_are_child_runs_a_handler_sees() -> None:
+    handler = _ChatRuns()
+    chat = FakeChatModel(respond=_respond, with_logprobs=True)
+    ChatDecisionModel(llm=chat).invoke({"state": STATE, "questions": QUESTIONS}, config={"callbacks": [handler]})
+    assert len(handler.chat_starts) == len(QUESTIONS) and all(p is not None for p in handler.chat_starts)
+    retriever = ApplicabilityRetriever(llm=ChatDecisionModel(llm=fake_judge({"R1"})), rules=RULES)
+    handler = _ChatRuns()
+    retriever.invoke("mark 1", config={"callbacks": [handler]})
+    assert len(handler.chat_starts) == len(RULES)
+
+
+@pytest.mark.parametrize("through", ["decision model", "retriever"])
+def test_it_honours_the_callers_max_concurrency(through: str) -> None:
+    chat = FakeChatModel(respond=lambda p: "YES" if judged_rule_id(p) == "R1" else "NO", delay=0.05)
+    model = ChatDecisionModel(llm=chat)
+    if through == "retriever":
+        ApplicabilityRetriever(llm=model, rules=RULES).invoke("q", config={"max_concurrency": 2})
+    else:
+        questions = {f"q{i}": Noul(instructions=f"Is mark {i} there?") for i in range(8)}
+        model.invoke({"state": STATE, "questions": questions}, config={"max_concurrency": 2})
+    assert chat.calls == 8 and chat.max_in_flight == 2
+
+
+def test_it_uses_the_cache_it_is_given_and_none_of_its_own() -> None:
+    chat = fake_judge({"R1"})
+    retriever = ApplicabilityRetriever(llm=ChatDecisionModel(llm=chat), rules=RULES, cache=None)
+    assert [d.id for d in retriever.invoke("q")] == ["R1"]
+    assert [d.id for d in retriever.invoke("q")] == ["R1"]
+    assert chat.calls == 2 * len(RULES)
+    cached = ApplicabilityRetriever(llm=ChatDecisionModel(llm=chat), rules=RULES)
+    cached.invoke("q")
+    cached.invoke("q")
+    assert chat.calls == 3 * len(RULES)
+
+
+def _unreadable_for_r2(text: str) -> str:
+    rule = judged_rule_id(text)
+    return "I cannot tell." if rule == "R2" else "YES" if rule == "R1" else "NO"
+
+
+def test_a_failed_question_is_counted_no_and_listed_or_raised_with_strict() -> None:
+    chat = FakeChatModel(respond=_unreadable_for_r2)
+    retriever = ApplicabilityRetriever(llm=ChatDecisionModel(llm=chat), rules=RULES[:3])
+    assert [d.id for d in retriever.invoke("q")] == ["R1"]
+    assert retriever.last_match is not None and [j.rule_id for j in retriever.last_match.failed] == ["R2"]
+    strict = ApplicabilityRetriever(llm=ChatDecisionModel(llm=chat), rules=RULES[:3], strict=True, cache=None)
+    with pytest.raises(JudgmentsFailedError) as raised:
+        strict.invoke("q")
+    assert raised.value.failed_rule_ids == ["R2"]
+
+
+def test_fake_judge_drives_it() -> None:
+    retriever = ApplicabilityRetriever(llm=ChatDecisionModel(llm=fake_judge({"R3", "R5"})), rules=RULES)
+    assert sorted(d.id for d in retriever.invoke("anything")) == ["R3", "R5"]
+    contrast = ApplicabilityRetriever(
+        llm=ChatDecisionModel(llm=fake_judge({"R3"}, with_logprobs=True)),
+        rules=RULES,
+        predicate="applicability-contrast",
+    )
+    assert [d.id for d in contrast.invoke("anything")] == ["R3"]

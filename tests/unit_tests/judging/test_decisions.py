@@ -448,3 +448,36 @@ def test_the_batch_api_export_refuses_a_decision_model_and_says_where_it_runs(tm
 
     with pytest.raises(BatchError, match="a decision model judges each input in one request in process"):
         export_openai_batch((decision_retriever(FakeDecisions()), INPUTS), tmp_path / "b", model_name="x")
+
+
+class _SlowDecisions(FakeDecisions):
+    """A decision model whose requests take a while, counting how many are in flight at once."""
+
+    _now: int = PrivateAttr(default=0)
+    _most: int = PrivateAttr(default=0)
+
+    @property
+    def most_in_flight(self) -> int:
+        return self._most
+
+    def _classify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        import time
+
+        with self._lock:
+            self._now += 1
+            self._most = max(self._most, self._now)
+        try:
+            time.sleep(0.05)
+            return super()._classify(state, questions)
+        finally:
+            with self._lock:
+                self._now -= 1
+
+
+@pytest.mark.parametrize("cap", [4, 8])
+def test_a_decision_job_caps_requests_in_flight_not_questions(cap: int) -> None:
+    model = _SlowDecisions()
+    inputs = [f"input {i} lists R{i % 12 + 1}" for i in range(16)]
+    records = list(match_corpus(inputs, decision_retriever(model), max_concurrency=cap, show_progress=False))
+    assert len(records) == 16 and model.requests == 16
+    assert model.most_in_flight == cap

@@ -1,4 +1,4 @@
-"""Chat completions sent straight through an OpenAI chat model's own client, when no callback would see the call.
+"""Chat completions sent straight through a ``ChatOpenAI``'s own client, when no callback would see the call.
 
 Through LangChain's runnable interface a ``ChatOpenAI`` call costs about 2 ms of Python of its own (a callback
 manager, run ids, config merging, result objects) around a request an OpenAI-compatible server may answer in less.
@@ -6,48 +6,86 @@ For a corpus of judgments that is most of the time. When nothing would observe a
 handler but the package's own reply counters, no LLM cache, no rate limiter) and the call is a plain chat
 completion, :class:`DirectChat` sends the payload ``ChatOpenAI`` itself would build, through the client it holds
 (its base URL, key, headers, timeout and retries), turns faults into the same exceptions and reads the reply
-with ``ChatOpenAI``'s own reader. The call runner falls back to the runnable whenever any of that does not hold.
+with ``ChatOpenAI``'s own reader.
+
+It wraps the ``openai`` extra: the call runner imports it only when a judge's model may be sent this way. It
+leans on private hooks of ``langchain-openai`` and ``openai`` (:data:`HOOKS`). Each is checked, present and of
+the shape used, when a judge is built (:meth:`DirectChat.of`); when any is missing or has changed, the judge sends
+through the runnable, and one debug line says why. Nothing else in the package touches them.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
 import json
-from collections.abc import Iterator, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import openai
 from langchain_core.caches import BaseCache
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManager, Callbacks
 from langchain_core.globals import get_llm_cache
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration
 from langchain_core.runnables import RunnableBinding
+from langchain_openai import ChatOpenAI
+from langchain_openai.chat_models import base
 
 from langchain_tag.calls.own_loop import job_async_client, may_remake
 
-__all__ = ["DirectChat", "ReplyCounter", "reply_result"]
+__all__ = ["HOOKS", "DirectChat"]
+
+logger = logging.getLogger(__name__)
 
 _PATH = "/chat/completions"
 
+HOOKS = (
+    "ChatOpenAI._get_request_payload",
+    "ChatOpenAI._use_responses_api",
+    "ChatOpenAI._create_chat_result",
+    "ChatOpenAI.root_client.post",
+    "ChatOpenAI.root_async_client.post",
+    "langchain_openai.chat_models.base._handle_openai_bad_request",
+    "langchain_openai.chat_models.base._handle_openai_api_error",
+    "openai._base_client.make_request_options",
+)
+"""The private hooks the direct path uses, checked when a judge is built."""
 
-class ReplyCounter(BaseCallbackHandler):
-    """A handler that only counts replies (a progress bar): a call only such handlers see may be sent directly.
 
-    It is told of each reply with :meth:`on_llm_end`, whichever way the call went.
-    """
-
-    run_inline = True
-
-
-def _openai_model_types() -> tuple[type, ...]:
-    """The model classes sent directly: ``ChatOpenAI`` itself (Azure's client builds its paths its own way)."""
+def _takes(function: Any, *args: Any, **kwargs: Any) -> bool:
+    """Whether ``function`` exists and accepts these arguments (without calling it)."""
+    if not callable(function):
+        return False
     try:
-        from langchain_openai import ChatOpenAI
-    except ImportError:  # pragma: no cover - langchain-openai is a dependency
-        return ()
-    return (ChatOpenAI,)
+        inspect.signature(function).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _missing_hook(model: ChatOpenAI) -> str | None:
+    """The first of :data:`HOOKS` that is missing or not of the shape used; ``None`` when all are usable."""
+    try:
+        from openai._base_client import make_request_options
+    except ImportError as exc:
+        return f"openai._base_client.make_request_options ({exc})"
+    error = Exception("probe")
+    post = {"body": {}, "options": {}, "cast_to": str}
+    request = {"extra_headers": None, "extra_query": None, "extra_body": None, "security": {"bearer_auth": True}}
+    checks: tuple[tuple[str, Callable[[], bool]], ...] = (
+        (HOOKS[0], lambda: _takes(getattr(model, "_get_request_payload", None), [], stop=None, logprobs=True)),
+        (HOOKS[1], lambda: _takes(getattr(model, "_use_responses_api", None), {})),
+        (HOOKS[2], lambda: _takes(getattr(model, "_create_chat_result", None), {})),
+        (HOOKS[3], lambda: _takes(getattr(model.root_client, "post", None), _PATH, **post)),
+        (HOOKS[4], lambda: _takes(getattr(model.root_async_client, "post", None), _PATH, **post)),
+        (HOOKS[5], lambda: _takes(getattr(base, "_handle_openai_bad_request", None), error)),
+        (HOOKS[6], lambda: _takes(getattr(base, "_handle_openai_api_error", None), error)),
+        (HOOKS[7], lambda: _takes(make_request_options, **request)),
+    )
+    return next((name for name, usable in checks if not usable()), None)
 
 
 @dataclass(frozen=True)
@@ -59,7 +97,7 @@ class DirectChat:
         options: The call options bound to it (``logprobs``, ``max_tokens``, ...).
     """
 
-    model: Any
+    model: ChatOpenAI
     options: dict[str, Any]
 
     @classmethod
@@ -67,25 +105,30 @@ class DirectChat:
         """The direct form of ``llm``: a ``ChatOpenAI`` or a plain ``bind`` of one; ``None`` for anything else.
 
         Subclasses (which may read replies their own way), ``with_retry``/``with_fallbacks`` runnables, bindings
-        with a config, streaming models and models with a rate limiter or their own callbacks are not sent directly.
+        with a config, streaming models, models with a rate limiter or their own callbacks, and a
+        ``langchain-openai`` whose private hooks (:data:`HOOKS`) are missing or changed are not sent directly.
         """
         options: dict[str, Any] = {}
         if isinstance(llm, RunnableBinding):
             if llm.config or llm.config_factories or llm.custom_input_type or llm.custom_output_type:
                 return None
             options, llm = dict(llm.kwargs), llm.bound
-        if type(llm) not in _openai_model_types():
+        if type(llm) is not ChatOpenAI:
             return None
         if llm.streaming or llm.rate_limiter is not None or llm.callbacks is not None:
             return None
-        if any(name in options for name in ("stop", "response_format", "tools", "stream", "callbacks")):
+        if options.get("stream") or any(name in options for name in ("stop", "response_format", "tools", "callbacks")):
             return None
-        if not _client_posts_chat_completions():
+        missing = _missing_hook(llm)
+        if missing is not None:
+            logger.debug(
+                "judge calls go through the runnable: langchain-openai's %s is missing or has changed", missing
+            )
             return None
         return cls(llm, options)
 
-    def counters(self, callbacks: Callbacks) -> list[ReplyCounter] | None:
-        """The handlers a call would have when they are all :class:`ReplyCounter` s; ``None`` when any other would.
+    def counters(self, callbacks: Callbacks, counter_type: type[BaseCallbackHandler]) -> list[Any] | None:
+        """The handlers a call would have when they are all ``counter_type``; ``None`` when any other would.
 
         The handlers are found as LangChain finds them (the given callbacks, tracing and ``set_debug``/
         ``set_verbose`` handlers, configure hooks such as ``get_openai_callback``), and a cache the model
@@ -97,9 +140,7 @@ class DirectChat:
             callbacks, None, self.model.verbose, None, self.model.tags, None, self.model.metadata
         )
         handlers = list(manager.handlers)
-        if all(isinstance(h, ReplyCounter) for h in handlers):
-            return [h for h in handlers if isinstance(h, ReplyCounter)]
-        return None
+        return handlers if all(isinstance(h, counter_type) for h in handlers) else None
 
     def payload(self, messages: Any) -> dict[str, Any] | None:
         """The request ``ChatOpenAI`` would send for ``messages``; ``None`` when it is not a chat completion."""
@@ -160,7 +201,7 @@ class DirectChat:
             body: Any = json.loads(text)
         except ValueError:
             body = text  # ChatOpenAI's reader names a body that is not JSON (an HTML error page, ...)
-        result = self.model._create_chat_result(body if isinstance(body, dict) else str(body))
+        result = self.model._create_chat_result(body if isinstance(body, dict) else str(body))  # type: ignore[arg-type]
         generation = result.generations[0]
         if not isinstance(generation, ChatGeneration) or not isinstance(generation.message, AIMessage):
             raise ValueError(f"unexpected reply structure: {type(generation).__name__}")
@@ -170,29 +211,9 @@ class DirectChat:
         return message
 
 
-@functools.cache
-def _client_posts_chat_completions() -> bool:
-    """Whether the installed ``openai`` client makes request options as :meth:`DirectChat._request` needs."""
-    try:
-        from openai._base_client import make_request_options
-
-        make_request_options(security={"bearer_auth": True})
-    except (ImportError, TypeError):
-        return False
-    return True
-
-
-def reply_result(reply: BaseMessage) -> LLMResult:
-    """The ``on_llm_end`` argument a :class:`ReplyCounter` gets for a reply."""
-    return LLMResult(generations=[[ChatGeneration(message=reply)]])
-
-
 @contextmanager
 def _raised_as_chat_openai_raises() -> Iterator[None]:
     """Faults raised as ``ChatOpenAI`` raises them (its context-overflow, auth, rate-limit, ... errors)."""
-    import openai
-    from langchain_openai.chat_models import base
-
     try:
         yield
     except openai.BadRequestError as exc:

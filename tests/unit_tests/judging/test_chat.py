@@ -1,0 +1,41 @@
+"""The chat judge: its calls never stream, whatever the caller streams."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from langchain_tag.graph import build_tag_graph
+from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.rules import Rule
+from langchain_tag.testing import judged_rule_id
+from tests.helpers.loopback_chat import loopback_chat
+
+YES = {"R-001", "R-004"}
+
+
+def _verdict(text: str) -> str:
+    return "YES" if judged_rule_id(text) in YES else "NO"
+
+
+@pytest.mark.enable_socket
+async def test_judge_calls_do_not_stream_under_astream_events_at_an_endpoint_that_cannot(rules: list[Rule]) -> None:
+    with loopback_chat(_verdict) as endpoint:
+        retriever = ApplicabilityRetriever(llm=endpoint.chat_model(), rules=rules, calibration=None, strict=True)
+        events = [e async for e in retriever.astream_events("import os, sys", version="v2")]
+    assert endpoint.streamed == 0 and len(endpoint.bodies) == len(rules)
+    assert not [e for e in events if e["event"] == "on_chat_model_stream"]
+    assert sorted(d.id for d in events[-1]["data"]["output"]) == sorted(YES)
+
+
+@pytest.mark.enable_socket
+def test_judge_calls_do_not_stream_in_a_graph_streaming_messages_while_the_executor_does(rules: list[Rule]) -> None:
+    executor = GenericFakeChatModel(messages=iter([AIMessage(content="revised code here")]))
+    with loopback_chat(_verdict) as endpoint:
+        judge = ApplicabilityRetriever(llm=endpoint.chat_model(), rules=rules, calibration=None, strict=True)
+        graph = build_tag_graph(executor, retriever=judge, check_rounds=0)
+        chunks = [(m.content, meta) for m, meta in graph.stream({"input": "import os, sys"}, stream_mode="messages")]
+    assert endpoint.streamed == 0 and len(endpoint.bodies) == len(rules)
+    assert len(chunks) > 1 and "".join(str(c) for c, _ in chunks) == "revised code here"
+    assert all(meta["langgraph_node"] == "execute" for _, meta in chunks)
