@@ -25,7 +25,6 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self, override
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, VerdictCache
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.calibration.model import Method as CalibrationMethod
 from langchain_tag.judging.calibration.scorer import LabelledFit
@@ -37,6 +36,7 @@ from langchain_tag.judging.decisions import DecisionJudge
 from langchain_tag.judging.judge import Judge, JudgeState
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.judging.results import JudgmentsFailedError, MatchResult
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, VerdictCache
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever", "verdict_documents"]
@@ -260,7 +260,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     """With ``vectorstore``, judge only the top-N similar rules."""
     cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
     """Verdict cache: a pair judged before costs no call. In memory by default; a
-    :class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache` keeps verdicts across runs; ``None``: none."""
+    :class:`~langchain_tag.judging.verdict_cache.SQLiteVerdictCache` keeps verdicts across runs; ``None``: none."""
     context_tokens: int | None = Field(default=None, ge=1)
     """The judge model's context window: a query whose prompt would not fit is refused with
     :class:`~langchain_tag.errors.InputTooLongError`, never cut. ``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS``."""

@@ -31,7 +31,7 @@ from typing_extensions import override
 from langchain_tag.judging.prompts import NEGATION_OPENINGS
 
 if TYPE_CHECKING:
-    from langchain_tag.calls.verdict_cache import VerdictCache
+    from langchain_tag.judging.verdict_cache import VerdictCache
     from langchain_tag.scale.batch_api.mapping import BatchMapping
 
 __all__ = [
@@ -51,9 +51,9 @@ __all__ = [
 Reply = str | tuple[str, float] | AIMessage | BaseException
 
 
-def prompt_text(messages: Iterable[BaseMessage]) -> str:
-    """Join the text of a prompt's messages, one per paragraph."""
-    return "\n\n".join(str(m.content) for m in messages)
+def prompt_text(messages: Iterable[BaseMessage | Mapping[str, Any]]) -> str:
+    """Join the text of a prompt's messages (LangChain messages or OpenAI-style dicts), one per paragraph."""
+    return "\n\n".join(str(m["content"] if isinstance(m, Mapping) else m.content) for m in messages)
 
 
 class FakeChatModel(BaseChatModel):
@@ -405,8 +405,8 @@ def batch_results_from_cache(mapping: BatchMapping | str | Path, cache: VerdictC
         if found is None:
             continue
         logprobs = None
-        if found.probability is not None:
-            p = min(max(found.probability, 1e-12), 1 - 1e-12)
+        if found.p_yes is not None:
+            p = min(max(found.p_yes, 1e-12), 1 - 1e-12)
             logprobs = yes_no_logprobs("YES" if p >= 0.5 else "NO", p)
         model = mapping.model_identity or "batch-model"
         lines.append(batch_results_line(entry.custom_id, found.reply, logprobs, model=model, number=number))

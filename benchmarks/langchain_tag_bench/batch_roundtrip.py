@@ -26,8 +26,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
 from langchain_tag.cli.main import main as cli_main
+from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.testing import batch_results_from_cache
 
 __all__ = ["compare_results", "main"]

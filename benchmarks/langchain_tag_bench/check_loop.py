@@ -109,9 +109,9 @@ def run(inputs: Sequence[str], rounds: int, workdir: Path, rules: Sequence[Any] 
 
     ``rules``: the rules to match (default: the shipped demo rules, with their shipped reference figures).
     """
-    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
     from langchain_tag.cli.demo import load_shipped_demo
     from langchain_tag.graph import build_tag_graph
+    from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
     from langchain_tag.local.models import get_chat_model
     from langchain_tag.retrievers import ApplicabilityRetriever
 

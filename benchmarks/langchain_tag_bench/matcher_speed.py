@@ -57,7 +57,7 @@ import random
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -70,7 +70,7 @@ from langchain_core.messages import BaseMessage
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
-from langchain_tag.judging.read import parse_verdict
+from langchain_tag.judging.read import read_message
 from langchain_tag.local.server import read_metrics
 from langchain_tag.rules import Rule
 from langchain_tag_bench.data import default_data_path
@@ -230,10 +230,13 @@ class LlamaEndpoint:
         """Cumulative prompt/generation token counters and seconds."""
         return read_metrics(self.root + "/metrics")
 
-    def tokens(self, messages: Sequence[BaseMessage]) -> list[int]:
-        """The token ids of a chat prompt, as the server templates it."""
+    def tokens(self, messages: Sequence[BaseMessage | Mapping[str, str]]) -> list[int]:
+        """The token ids of a chat prompt (LangChain messages or OpenAI-style dicts), as the server templates it."""
         roles = {"system": "system", "human": "user", "ai": "assistant"}
-        chat = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in messages]
+        chat = [
+            dict(m) if isinstance(m, Mapping) else {"role": roles.get(m.type, "user"), "content": str(m.content)}
+            for m in messages
+        ]
         prompt = self.post("/apply-template", {"messages": chat})["prompt"]
         return list(self.post("/tokenize", {"content": prompt, "add_special": True})["tokens"])
 
@@ -437,10 +440,11 @@ def run_methods(
                 for rule in rules:
                     reply = judge.invoke(rule_first_messages(prompt, text, rule))
                     try:
-                        if parse_verdict(reply).applies:
-                            matched.append(rule.rule_id)
+                        reading = read_message(reply)
                     except ParseError:
-                        pass
+                        continue
+                    if reading.p_yes >= 0.5 if reading.p_yes is not None else reading.word:
+                        matched.append(rule.rule_id)
                 return matched, len(rules)
 
             measure(costs["naive"], endpoint, naive, gold)

@@ -10,7 +10,7 @@ One run, side by side, on the same instant endpoint (an aiohttp server on
    (:func:`~langchain_tag.local.models.get_chat_model` for the endpoint, no client retries):
    :func:`~langchain_tag.scale.bulk.match_corpus` (sync) and
    :func:`~langchain_tag.scale.bulk.amatch_corpus` (async) with a fresh
-   :class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache`;
+   :class:`~langchain_tag.judging.verdict_cache.SQLiteVerdictCache`;
 3. the same two without a verdict cache.
 
 Each row prints judgments per second, its ratio to the bare client, and the
@@ -152,7 +152,7 @@ def run(
     ways: Sequence[str] = WAYS,
 ) -> list[Row]:
     """Time every row of ``ways`` once on a fresh endpoint; return the rows (the bare client's always first)."""
-    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+    from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
     from langchain_tag.scale.bulk import match_corpus
 
     rule_set = rules(rule_count)

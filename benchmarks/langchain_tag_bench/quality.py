@@ -1041,7 +1041,7 @@ def run_quality(
         ValueError: Without rules or an extractor, without a judge for judged rows, without a ``peer_llm`` for the
             peer rows, or with an empty rule set.
     """
-    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+    from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 
     start = time.perf_counter()
     chosen = parse_quality_methods(methods) if isinstance(methods, str) else list(methods)

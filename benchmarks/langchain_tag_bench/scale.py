@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.judging.results import MatchResult
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 

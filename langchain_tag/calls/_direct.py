@@ -5,8 +5,9 @@ manager, run ids, config merging, result objects) around a request an OpenAI-com
 For a corpus of judgments that is most of the time. When nothing would observe a call (no tracer, no callback
 handler but the package's own reply counters, no LLM cache, no rate limiter) and the call is a plain chat
 completion, :class:`DirectChat` sends the payload ``ChatOpenAI`` itself would build, through the client it holds
-(its base URL, key, headers, timeout and retries), turns faults into the same exceptions and reads the reply
-with ``ChatOpenAI``'s own reader.
+(its base URL, key, headers, timeout and retries), turns faults into the same exceptions and reads the body
+with the package's one chat-completions reader (:func:`~langchain_tag.calls.replies.read_completion`, which Ray
+and the batch import use too).
 
 It wraps the ``openai`` extra: the call runner imports it only when a judge's model may be sent this way. It
 leans on private hooks of ``langchain-openai`` and ``openai`` (:data:`HOOKS`). Each is checked, present and of
@@ -29,12 +30,14 @@ from langchain_core.caches import BaseCache
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManager, Callbacks
 from langchain_core.globals import get_llm_cache
 from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import RunnableBinding
 from langchain_openai import ChatOpenAI
 from langchain_openai.chat_models import base
 
 from langchain_tag.calls.own_loop import job_async_client, may_remake
+from langchain_tag.calls.replies import read_completion
+from langchain_tag.errors import ParseError
 
 __all__ = ["HOOKS", "DirectChat"]
 
@@ -45,7 +48,6 @@ _PATH = "/chat/completions"
 HOOKS = (
     "ChatOpenAI._get_request_payload",
     "ChatOpenAI._use_responses_api",
-    "ChatOpenAI._create_chat_result",
     "ChatOpenAI.root_client.post",
     "ChatOpenAI.root_async_client.post",
     "langchain_openai.chat_models.base._handle_openai_bad_request",
@@ -78,12 +80,11 @@ def _missing_hook(model: ChatOpenAI) -> str | None:
     checks: tuple[tuple[str, Callable[[], bool]], ...] = (
         (HOOKS[0], lambda: _takes(getattr(model, "_get_request_payload", None), [], stop=None, logprobs=True)),
         (HOOKS[1], lambda: _takes(getattr(model, "_use_responses_api", None), {})),
-        (HOOKS[2], lambda: _takes(getattr(model, "_create_chat_result", None), {})),
-        (HOOKS[3], lambda: _takes(getattr(model.root_client, "post", None), _PATH, **post)),
-        (HOOKS[4], lambda: _takes(getattr(model.root_async_client, "post", None), _PATH, **post)),
-        (HOOKS[5], lambda: _takes(getattr(base, "_handle_openai_bad_request", None), error)),
-        (HOOKS[6], lambda: _takes(getattr(base, "_handle_openai_api_error", None), error)),
-        (HOOKS[7], lambda: _takes(make_request_options, **request)),
+        (HOOKS[2], lambda: _takes(getattr(model.root_client, "post", None), _PATH, **post)),
+        (HOOKS[3], lambda: _takes(getattr(model.root_async_client, "post", None), _PATH, **post)),
+        (HOOKS[4], lambda: _takes(getattr(base, "_handle_openai_bad_request", None), error)),
+        (HOOKS[5], lambda: _takes(getattr(base, "_handle_openai_api_error", None), error)),
+        (HOOKS[6], lambda: _takes(make_request_options, **request)),
     )
     return next((name for name, usable in checks if not usable()), None)
 
@@ -197,18 +198,26 @@ class DirectChat:
         return self.payload(messages) is not None
 
     def _reply(self, text: str) -> AIMessage:
+        """The reply as ``ChatOpenAI`` gives it, read with the package's one body reader."""
         try:
             body: Any = json.loads(text)
         except ValueError:
-            body = text  # ChatOpenAI's reader names a body that is not JSON (an HTML error page, ...)
-        result = self.model._create_chat_result(body if isinstance(body, dict) else str(body))  # type: ignore[arg-type]
-        generation = result.generations[0]
-        if not isinstance(generation, ChatGeneration) or not isinstance(generation.message, AIMessage):
-            raise ValueError(f"unexpected reply structure: {type(generation).__name__}")
-        message = generation.message
-        # As BaseChatModel does: the generation's info (finish reason, logprobs) joins the message's metadata.
-        message.response_metadata = {**(generation.generation_info or {}), **message.response_metadata}
-        return message
+            body = text
+        try:
+            completion = read_completion(body)
+        except ParseError as exc:  # as ChatOpenAI's reader raises for a body that is not a completion
+            raise ValueError(str(exc)) from None
+        metadata: dict[str, Any] = {"model_name": completion.model}
+        if completion.logprobs is not None:
+            metadata["logprobs"] = dict(completion.logprobs)
+        usage: UsageMetadata = {
+            "input_tokens": completion.prompt_tokens,
+            "output_tokens": completion.completion_tokens,
+            "total_tokens": completion.prompt_tokens + completion.completion_tokens,
+            "input_token_details": {},
+            "output_token_details": {},
+        }
+        return AIMessage(content=completion.text, response_metadata=metadata, usage_metadata=usage)
 
 
 @contextmanager

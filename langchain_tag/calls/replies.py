@@ -6,6 +6,7 @@ callers turn into a retry and then a reported skip.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -21,14 +22,15 @@ __all__ = [
     "JSON_FENCE",
     "MAX_JSON_DEPTH",
     "MAX_REPLY_CHARS",
+    "Completion",
     "ParseError",
-    "Verdict",
     "json_shape",
     "local_ids",
     "message_text",
     "parse_json_items",
     "parse_json_object",
     "preview",
+    "read_completion",
     "with_aliases",
 ]
 
@@ -224,15 +226,58 @@ def preview(text: str, limit: int = 160) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """A parsed judgment.
+class Completion:
+    """What the package reads of an OpenAI chat-completions body: its first choice and the usage.
 
     Attributes:
-        applies: The YES/NO decision.
-        probability: P(YES) from first-token logprobs, when the model gave them.
-        source: ``"logprobs"`` or ``"text"``: where the decision was read.
+        text: The first choice's message text (empty when it has none).
+        logprobs: The first choice's ``logprobs`` object, if any.
+        prompt_tokens: Prompt tokens reported.
+        completion_tokens: Completion tokens reported.
+        model: The model the body says answered (empty when it does not say).
     """
 
-    applies: bool
-    probability: float | None
-    source: str
+    text: str
+    logprobs: Mapping[str, Any] | None
+    prompt_tokens: int
+    completion_tokens: int
+    model: str = ""
+
+    def fingerprint(self) -> bytes:
+        """What tells two replies apart: their text and logprobs (not ids or token counts)."""
+        data = json.dumps([self.text, self.logprobs], sort_keys=True, ensure_ascii=False, default=repr)
+        return hashlib.sha256(data.encode("utf-8")).digest()
+
+
+def read_completion(body: Any) -> Completion:
+    """The one reader of a chat-completions body, whoever fetched it (the direct path, Ray, a batch's results).
+
+    >>> read_completion({"choices": [{"message": {"content": "YES"}}], "usage": {"prompt_tokens": 9}}).text
+    'YES'
+
+    Raises:
+        ParseError: When the body is not an object with a first choice (an error object, an HTML page, ...).
+    """
+    if not isinstance(body, Mapping):
+        raise ParseError(f"the response is not a JSON object: {preview(str(body))}")
+    if body.get("error"):
+        raise ParseError(f"the response is an error: {preview(json.dumps(body['error'], default=repr))}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise ParseError("the response has no choices")
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    logprobs = choices[0].get("logprobs")
+    usage: Mapping[str, Any] = body["usage"] if isinstance(body.get("usage"), Mapping) else {}
+    model = body.get("model")
+    return Completion(
+        text=content if isinstance(content, str) else "",
+        logprobs=logprobs if isinstance(logprobs, Mapping) else None,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        model=model if isinstance(model, str) else "",
+    )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -17,14 +17,15 @@ A :class:`Request` pairs a prompt with the parser of its reply. The runner
   did not parse always, a request that raised unless it was a transport fault
   the model's own client already retried (:mod:`langchain_tag.calls.faults`), after
   a backoff with jitter when it resends a request that raised,
-- and records calls and tokens per request (:class:`Outcome`).
+- and records calls and tokens per request in the request's record (:class:`Record`: an
+  :class:`Outcome` for a parsed value, a :class:`~langchain_tag.judging.results.Reading` for a verdict).
 
 It never raises for a failed call: what still fails is reported in the
 outcomes, and the caller decides what that means (the judge counts it as NO,
 extraction skips the item, either raises
 :class:`~langchain_tag.errors.ProviderError` when nothing could be called).
 What it does raise is a store that cannot keep a reply it paid for
-(:class:`~langchain_tag.calls.verdict_cache.VerdictCacheError`, at the end of
+(:class:`~langchain_tag.judging.verdict_cache.VerdictCacheError`, at the end of
 the run): judging on while the verdicts are lost would only cost more.
 
 What a run hands between its calls and its loop belongs to that run; nothing is kept at module level.
@@ -39,9 +40,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import as_completed
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from langchain_core.callbacks import BaseCallbackHandler, Callbacks
 from langchain_core.language_models import LanguageModelInput
@@ -57,19 +58,63 @@ from langchain_tag.calls.identity import describe_model
 from langchain_tag.calls.replies import message_text
 from langchain_tag.errors import ParseError
 
-__all__ = ["CallRunner", "ChatRunnable", "Outcome", "ReplyCounter", "Request", "RunnerStore"]
+__all__ = ["CallRunner", "ChatRunnable", "Outcome", "Record", "ReplyCounter", "Request", "RunnerStore"]
 
 T = TypeVar("T")
 
 
+class Record(Protocol):
+    """What a request's record is to the runner: a dataclass with these fields, each next one a ``replace``.
+
+    :class:`Outcome` (a parsed value) and :class:`~langchain_tag.judging.results.Reading` (a verdict) are records.
+    """
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def attempts(self) -> int:
+        """Calls made (0 when the store answered)."""
+        ...
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens reported, over all attempts."""
+        ...
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens reported, over all attempts."""
+        ...
+
+    @property
+    def reply(self) -> str:
+        """The last reply text."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """Why the request failed after its last attempt, if it did."""
+        ...
+
+    @property
+    def cached(self) -> bool:
+        """Whether the store answered (no call made)."""
+        ...
+
+
+R = TypeVar("R", bound=Record)
+
+
 @dataclass
-class Request(Generic[T]):
+class Request(Generic[R]):
     """One model call to make.
 
     Attributes:
         messages: The model's input: chat messages (LangChain messages or OpenAI-style dicts, sent as they
             are), or a decision model's request.
-        parse: Reads the reply; raises :class:`~langchain_tag.errors.ParseError` when it cannot.
+        parse: Reads the reply into this request's record; raises :class:`~langchain_tag.errors.ParseError`
+            when it cannot.
+        blank: The record of a request nothing was read for yet (the runner fills in calls, tokens and errors).
         key: The store key (``None``: not stored).
         run_name: The call's run name in traces.
         tags: Tags of the call's run.
@@ -77,7 +122,8 @@ class Request(Generic[T]):
     """
 
     messages: Any
-    parse: Callable[[Any], T]
+    parse: Callable[[Any], R]
+    blank: R
     key: str | None = None
     run_name: str | None = None
     tags: list[str] = field(default_factory=list)
@@ -86,7 +132,7 @@ class Request(Generic[T]):
 
 @dataclass
 class Outcome(Generic[T]):
-    """What one request gave.
+    """The record of a request whose reply is parsed into a value (an extraction call's).
 
     Attributes:
         value: The parsed reply (``None`` when the request failed).
@@ -96,7 +142,7 @@ class Outcome(Generic[T]):
         prompt_tokens: Prompt tokens reported by the model, over all attempts.
         completion_tokens: Completion tokens, over all attempts.
         reply: The last reply text.
-        stored: Whether the store answered (no call made).
+        cached: Whether the store answered (no call made).
     """
 
     value: T | None = None
@@ -106,23 +152,23 @@ class Outcome(Generic[T]):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reply: str = ""
-    stored: bool = False
+    cached: bool = False
 
     @property
     def ok(self) -> bool:
         """Whether the request gave a readable reply."""
-        return self.error is None and (self.stored or self.attempts > 0)
+        return self.error is None and (self.cached or self.attempts > 0)
 
 
 class RunnerStore(Protocol):
-    """Where finished calls are kept: an outcome by request, and a new readable one put back."""
+    """Where finished calls are kept: a record by request, and a new readable one put back."""
 
-    def get(self, request: Request[Any]) -> Outcome[Any] | None:
-        """A finished outcome for ``request`` (``stored=True``), or ``None``."""
+    def get(self, request: Request[Any]) -> Any:
+        """The finished record for ``request`` (the runner marks it ``cached``), or ``None``."""
         ...
 
-    def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
-        """Keep a readable outcome just received."""
+    def put(self, request: Request[Any], record: Any) -> None:
+        """Keep a readable record just received (its one attempt and tokens)."""
         ...
 
 
@@ -164,19 +210,16 @@ class ReplyCounter(BaseCallbackHandler):
     run_inline = True
 
 
-Arrival = tuple[Any, Any, str | None]
-"""What one call gave, read in the thread or task it arrived on: the reply (or the exception it raised), the
-parsed value and why the reply could not be read (``None`` when it was)."""
-
-
 @dataclass
 class _Run:
-    """What one run hands between its calls and its loop: the sending strategy and the store's first failure."""
+    """What one run hands between its calls and its loop: how it sends, the store's failures, the faults seen."""
 
     send: Callable[[Request[Any]], Any]
     asend: Callable[[Request[Any]], Awaitable[Any]]
     counters: Sequence[ReplyCounter] = ()
     failed_put: list[BaseException] = field(default_factory=list)
+    faults: dict[int, BaseException] = field(default_factory=dict)
+    """The exception of each request whose last call raised (its resending waits a backoff)."""
 
 
 @dataclass
@@ -228,29 +271,26 @@ class CallRunner:
 
         return DirectChat.of(self.llm)
 
-    def run(self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = "") -> list[Outcome[T]]:
-        """Run ``requests``; return one outcome per request, in request order."""
-        outcomes, pending = self._start(requests)
+    def run(self, requests: Sequence[Request[R]], *, callbacks: Callbacks = None, desc: str = "") -> list[R]:
+        """Run ``requests``; return one record per request, in request order."""
+        records, pending = self._start(requests)
         run = self._run(requests, pending, callbacks)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
             for attempt in range(1, self.max_attempts + 1):
                 if not pending:
                     break
-                sent = [requests[i] for i in pending]
-                with ContextThreadPoolExecutor(max_workers=min(self.max_concurrency, len(sent))) as pool:
-                    futures = {pool.submit(self._call, run, r): i for i, r in enumerate(sent)}
-                    retry = [pending[futures[f]] for f in as_completed(futures)
-                             if self._take(outcomes[pending[futures[f]]], f.result(), bar)]  # fmt: skip
-                pending, delay = self._next_round(outcomes, retry, attempt)
+                with ContextThreadPoolExecutor(max_workers=min(self.max_concurrency, len(pending))) as pool:
+                    futures = {pool.submit(self._call, run, requests[i]): i for i in pending}
+                    retry = [futures[f] for f in as_completed(futures) if self._take(run, records, futures[f],
+                                                                                     f.result(), bar)]  # fmt: skip
+                pending, delay = self._next_round(run, retry, attempt)
                 time.sleep(delay)
         self._settle(run)
-        return outcomes
+        return records
 
-    async def arun(
-        self, requests: Sequence[Request[T]], *, callbacks: Callbacks = None, desc: str = ""
-    ) -> list[Outcome[T]]:
+    async def arun(self, requests: Sequence[Request[R]], *, callbacks: Callbacks = None, desc: str = "") -> list[R]:
         """Async twin of :meth:`run`."""
-        outcomes, pending = self._start(requests)
+        records, pending = self._start(requests)
         run = self._run(requests, pending, callbacks)
         cap = asyncio.Semaphore(self.max_concurrency)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
@@ -262,28 +302,28 @@ class CallRunner:
                 try:
                     for done in asyncio.as_completed(tasks):
                         index, arrival = await done
-                        if self._take(outcomes[index], arrival, bar):
+                        if self._take(run, records, index, arrival, bar):
                             retry.append(index)
                 finally:
                     for task in tasks:
                         task.cancel()
-                pending, delay = self._next_round(outcomes, retry, attempt)
+                pending, delay = self._next_round(run, retry, attempt)
                 await asyncio.sleep(delay)
         self._settle(run)
-        return outcomes
+        return records
 
-    def _start(self, requests: Sequence[Request[T]]) -> tuple[list[Outcome[T]], list[int]]:
-        """Stored outcomes filled in; the indices still to send."""
-        outcomes: list[Outcome[T]] = []
+    def _start(self, requests: Sequence[Request[R]]) -> tuple[list[R], list[int]]:
+        """Stored records filled in (marked cached, no call counted); the indices still to send."""
+        records: list[R] = []
         pending: list[int] = []
         for index, request in enumerate(requests):
             found = self.store.get(request) if self.store is not None and request.key is not None else None
             if found is None:
                 pending.append(index)
-                outcomes.append(Outcome())
+                records.append(request.blank)
             else:
-                outcomes.append(found)
-        return outcomes, pending
+                records.append(replace(found, cached=True, attempts=0, prompt_tokens=0, completion_tokens=0))
+        return records, pending
 
     def _run(self, requests: Sequence[Request[Any]], pending: Sequence[int], callbacks: Callbacks) -> _Run:
         """How this run sends, chosen once: straight through the model's client, or through the runnable.
@@ -304,78 +344,85 @@ class CallRunner:
 
         return _Run(lambda r: self.llm.invoke(r.messages, config(r)), lambda r: self.llm.ainvoke(r.messages, config(r)))
 
-    def _call(self, run: _Run, request: Request[Any]) -> Arrival:
+    def _call(self, run: _Run, request: Request[R]) -> R | BaseException:
         """One call in a worker thread, holding a place of the gate: its reply, read once and kept as it arrives."""
         try:
             with self.gate.place() if self.gate is not None else nullcontext():
                 reply = run.send(request)
         except Exception as exc:
-            return exc, None, None
+            return exc
         return self._arrived(run, request, reply)
 
-    async def _acall(self, run: _Run, index: int, request: Request[Any], cap: asyncio.Semaphore) -> tuple[int, Arrival]:
+    async def _acall(
+        self, run: _Run, index: int, request: Request[R], cap: asyncio.Semaphore
+    ) -> tuple[int, R | BaseException]:
         """Async twin of :meth:`_call`, with the request's index for the loop that awaits it."""
         try:
             async with cap, self.gate.aplace() if self.gate is not None else nullcontext():
                 reply = await run.asend(request)
         except Exception as exc:
-            return index, (exc, None, None)
+            return index, exc
         return index, self._arrived(run, request, reply)
 
-    def _arrived(self, run: _Run, request: Request[Any], reply: Any) -> Arrival:
-        """Read a reply once, put a readable one in the store straight away, and tell the reply counters.
+    def _arrived(self, run: _Run, request: Request[R], reply: Any) -> R:
+        """Read a reply once into the request's record, put a readable one in the store there and then.
 
         Storing as it arrives, not when the run's loop takes the reply, means an interrupted run (a kill,
-        Ctrl-C) loses no reply that had arrived.
+        Ctrl-C) loses no reply that had arrived. The reply counters are told of it too.
         """
         for counter in run.counters:
             counter.on_llm_end(LLMResult(generations=[[ChatGeneration(message=reply)]]), run_id=uuid.uuid4())
+        text, prompt, completion = _facts(reply)
         try:
-            value = request.parse(reply)
+            record = request.parse(reply)
         except ParseError as exc:
-            return reply, None, str(exc)
+            record = replace(request.blank, error=str(exc))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            return reply, None, f"unexpected reply structure: {type(exc).__name__}: {exc}"
-        if self.store is not None and request.key is not None:
+            record = replace(request.blank, error=f"unexpected reply structure: {type(exc).__name__}: {exc}")
+        record = replace(record, reply=record.reply or text, attempts=1, prompt_tokens=prompt,
+                         completion_tokens=completion)  # fmt: skip
+        if record.error is None and self.store is not None and request.key is not None:
             try:
-                prompt, completion = _tokens(reply)
-                kept = Outcome(value=value, attempts=1, prompt_tokens=prompt, completion_tokens=completion)
-                kept.reply = _text(reply)
-                self.store.put(request, kept)
+                self.store.put(request, record)
             except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
                 run.failed_put.append(exc)
-        return reply, value, None
+        return record
 
     def _bar(self, total: int, done: int, desc: str) -> Any:
         disable = (not sys.stderr.isatty()) if self.show_progress is None else not self.show_progress
         return tqdm(total=total, initial=done, desc=desc, disable=disable or total == 0, leave=False)
 
-    def _take(self, outcome: Outcome[T], arrival: Arrival, bar: Any) -> bool:
-        """Record one call in ``outcome``; return whether the request should be sent again."""
-        reply, value, error = arrival
-        outcome.attempts += 1
-        if isinstance(reply, BaseException):
-            outcome.error = f"{describe_error(reply)} (from {describe_model(self.model)})"
-            outcome.fault, outcome.reply = reply, ""
+    def _take(self, run: _Run, records: list[R], index: int, arrival: R | BaseException, bar: Any) -> bool:
+        """Count one call in ``records[index]``; return whether the request should be sent again."""
+        before = records[index]
+        attempts = before.attempts + 1
+        if isinstance(arrival, BaseException):
+            error = f"{describe_error(arrival)} (from {describe_model(self.model)})"
             # A permanent fault (400, 401, 403, 404, 413, 422) is never sent again, nor a transport fault the
             # model's client already retried; the client's retries are counted in the error's request count.
-            retried = client_retries(self.model) if is_transient(reply) else 0
+            retried = client_retries(self.model) if is_transient(arrival) else 0
             if retried:
-                outcome.error += f" ({outcome.attempts + retried} requests sent, {retried} of them by its client)"
-            return not (is_permanent(reply) or retried)
-        prompt, completion = _tokens(reply)
-        outcome.fault, outcome.reply, outcome.value, outcome.error = None, _text(reply), value, error
-        outcome.prompt_tokens += prompt
-        outcome.completion_tokens += completion
-        if error is not None:
+                error += f" ({attempts + retried} requests sent, {retried} of them by its client)"
+            fault = {"fault": arrival} if isinstance(before, Outcome) else {}
+            records[index] = replace(before, attempts=attempts, error=error, reply="", **fault)
+            run.faults[index] = arrival
+            return not (is_permanent(arrival) or retried)
+        run.faults.pop(index, None)
+        records[index] = replace(
+            arrival,
+            attempts=attempts,
+            prompt_tokens=before.prompt_tokens + arrival.prompt_tokens,
+            completion_tokens=before.completion_tokens + arrival.completion_tokens,
+        )
+        if arrival.error is not None:
             return True
         bar.update(1)
         return False
 
-    def _next_round(self, outcomes: Sequence[Outcome[Any]], retry: list[int], attempt: int) -> tuple[list[int], float]:
+    def _next_round(self, run: _Run, retry: list[int], attempt: int) -> tuple[list[int], float]:
         """The requests to send in the next round, and the backoff before it (when it resends one that raised)."""
         pending = sorted(retry) if attempt < self.max_attempts else []
-        if any(outcomes[i].fault is not None for i in pending):
+        if any(i in run.faults for i in pending):
             return pending, backoff_delay(attempt, base=self.retry_backoff)
         return pending, 0.0
 
@@ -388,21 +435,17 @@ class CallRunner:
         if self.store is None:
             return
         flush = getattr(self.store, "flush", None)
-        if callable(flush) and (run.failed_put or getattr(self.store, "holds_back", True)):
+        if callable(flush):
             flush()
         if run.failed_put:
             raise run.failed_put[0]
 
 
-def _text(reply: Any) -> str:
-    """A reply's text: a chat message's, a plain string; nothing for a decision model's response."""
-    return message_text(reply) if isinstance(reply, BaseMessage | str) else ""
-
-
-def _tokens(reply: Any) -> tuple[int, int]:
-    """The prompt and completion tokens a reply reports (a chat message's usage, a decision response's)."""
+def _facts(reply: Any) -> tuple[str, int, int]:
+    """A reply's text and its prompt and completion tokens (a chat message's; a decision response has no text)."""
+    text = message_text(reply) if isinstance(reply, BaseMessage | str) else ""
     usage: Any = reply.usage_metadata if isinstance(reply, AIMessage) else getattr(reply, "usage", None)
     if usage and not isinstance(usage, Mapping):  # a decision model's usage object
         usage = {"input_tokens": getattr(usage, "input_tokens", 0), "output_tokens": getattr(usage, "output_tokens", 0)}
     usage = usage or {}
-    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    return text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)

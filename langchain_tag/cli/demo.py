@@ -15,7 +15,6 @@ judge prompt or the embedded model change; a unit test fails until they are.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import textwrap
@@ -29,11 +28,12 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from langchain_tag.calls.verdict_cache import CachedVerdict, InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.extraction.prompts import PHASE_PROMPT_VERSIONS
 from langchain_tag.graph import build_tag_graph
 from langchain_tag.integrations.similarity import similarity_retriever
+from langchain_tag.judging.results import Reading
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
 
@@ -106,7 +106,7 @@ class ShippedDemo:
     model: str
     extraction_prompts: dict[str, str]
     judge_prompt: str
-    references: dict[str, CachedVerdict]
+    references: dict[str, Reading]
 
     def preload(self, cache: VerdictCache) -> int:
         """Put the reference verdicts the cache lacks into it; return how many were put."""
@@ -129,7 +129,7 @@ def load_shipped_demo(data_dir: Path | None = None) -> ShippedDemo:
         model=about["model"],
         extraction_prompts=dict(about["extraction_prompts"]),
         judge_prompt=about["judge_prompt"],
-        references={key: CachedVerdict(**value) for key, value in about["references"].items()},
+        references={key: Reading(**value) for key, value in about["references"].items()},
     )
 
 
@@ -164,7 +164,9 @@ def write_shipped_demo(extractor: BaseChatModel, judge: BaseChatModel, data_dir:
         "model": shipped.model,
         "extraction_prompts": shipped.extraction_prompts,
         "judge_prompt": shipped.judge_prompt,
-        "references": {key: dataclasses.asdict(v) for key, v in shipped.references.items()},
+        "references": {
+            key: {"p_yes": v.p_yes, "word": v.word, "reply": v.reply} for key, v in shipped.references.items()
+        },
     }
     (data_dir / SHIPPED_PROVENANCE).write_text(json.dumps(about, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     _log(log, start, f"wrote {len(rules)} rules and {len(shipped.references)} reference verdicts to {data_dir}")

@@ -161,10 +161,10 @@ def _cmd_match(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
     from langchain_tag.graph import build_tag_graph
     from langchain_tag.integrations.loaders import load_document
     from langchain_tag.judging.calibration.defaults import load_reference_inputs
+    from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
     from langchain_tag.local.models import get_chat_model, get_embeddings
     from langchain_tag.retrievers import ApplicabilityRetriever
     from langchain_tag.rules import load_rules

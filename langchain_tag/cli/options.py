@@ -87,7 +87,7 @@ def verdict_cache(args: argparse.Namespace) -> Any:
     Kept across runs, so a calibration's reference judgments and any pair
     judged before cost no call; ``--no-cache`` keeps verdicts for this run only.
     """
-    from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
+    from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 
     if args.no_cache:
         return InMemoryVerdictCache()

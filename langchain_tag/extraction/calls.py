@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from langchain_core.callbacks import Callbacks
@@ -101,10 +101,10 @@ class _StoreAdapter:
         if stored is None:
             return None
         try:
-            value = request.parse(AIMessage(stored.text))
+            outcome: Outcome[Any] = request.parse(AIMessage(stored.text))
         except (ParseError, KeyError, TypeError, ValueError, AttributeError):
             return None
-        return Outcome(value=value, reply=stored.text, stored=True)
+        return replace(outcome, reply=stored.text)
 
     def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
         store = self._runner.store
@@ -141,13 +141,14 @@ class PhaseCalls:
     _model: str | None = field(default=None, init=False, repr=False)
     _replied: bool = field(default=False, init=False, repr=False)
 
-    def _requests(self, calls: Sequence[Call[T]]) -> list[Request[T]]:
+    def _requests(self, calls: Sequence[Call[T]]) -> list[Request[Outcome[T]]]:
         if self._model is None:
             self._model = model_identity(self.llm)
         return [
             Request(
                 messages=call.messages,
                 parse=_text_parser(call.parse),
+                blank=Outcome(),
                 key=call_key(model=self._model, phase=call.phase, messages=call.messages),
                 run_name=f"tag_extract_phase{call.phase}",
                 metadata={"tag_phase": call.phase},
@@ -187,8 +188,8 @@ class PhaseCalls:
             usage.calls += outcome.attempts
             usage.prompt_tokens += outcome.prompt_tokens
             usage.completion_tokens += outcome.completion_tokens
-            usage.reused += outcome.stored
-            replied = replied or outcome.stored or bool(outcome.attempts and (outcome.ok or outcome.fault is None))
+            usage.reused += outcome.cached
+            replied = replied or outcome.cached or bool(outcome.attempts and (outcome.ok or outcome.fault is None))
             if not outcome.ok:
                 self.failures.append(CallFailure(call.phase, call.key, outcome.error or "", outcome.attempts))
         if replied:
@@ -206,10 +207,10 @@ class PhaseCalls:
         return [o.value if o.ok else None for o in outcomes]
 
 
-def _text_parser(parse: Callable[[str], T]) -> Callable[[BaseMessage], T]:
-    """A call's text parser as a reply parser."""
+def _text_parser(parse: Callable[[str], T]) -> Callable[[BaseMessage], Outcome[T]]:
+    """A call's text parser as a reply reader: the parsed value in the call's record."""
 
-    def read(reply: BaseMessage) -> T:
-        return parse(message_text(reply))
+    def read(reply: BaseMessage) -> Outcome[T]:
+        return Outcome(value=parse(message_text(reply)))
 
     return read

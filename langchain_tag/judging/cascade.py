@@ -36,11 +36,11 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 
-from langchain_tag.calls.verdict_cache import VerdictCache
 from langchain_tag.judging.judge import Judge
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.judging.results import Judgment, MatchResult
+from langchain_tag.judging.verdict_cache import VerdictCache
 from langchain_tag.rules import Rule
 
 __all__ = [

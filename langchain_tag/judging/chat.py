@@ -5,30 +5,30 @@
 cache holds), sends them as they are through the package's one call runner
 (:class:`~langchain_tag.calls.runner.CallRunner`: bounded concurrency, retries,
 the verdict cache, token accounting), and reads each reply once
-(:func:`~langchain_tag.judging.read.parse_verdict`). Scoring and failure
+(:func:`~langchain_tag.judging.read.read_message`) into a
+:class:`~langchain_tag.judging.results.Reading`. Scoring and failure
 reports are the :class:`~langchain_tag.judging.judge.Judge`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 
-from langchain_tag.calls.replies import Verdict
-from langchain_tag.calls.runner import CallRunner, ChatRunnable, Outcome, Request
-from langchain_tag.calls.verdict_cache import VerdictStore
+from langchain_tag.calls.runner import CallRunner, ChatRunnable, Request
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.judge import Batch, Judge
-from langchain_tag.judging.pairs import PairRequest, combine_halves, read_reply, render_pairs, render_questions
+from langchain_tag.judging.pairs import PairRequest, combine_halves, render_pairs, render_questions
 from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, VerdictFormat
-from langchain_tag.judging.read import parse_verdict
-from langchain_tag.judging.results import Judgment
+from langchain_tag.judging.read import read_message, read_reply
+from langchain_tag.judging.results import Reading
+from langchain_tag.judging.verdict_cache import VerdictStore
 from langchain_tag.rules import Rule
 
 __all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "chat_judge", "configure_judge", "never_streaming"]
@@ -89,35 +89,6 @@ def _takes_call_options(runnable: Runnable[Any, Any]) -> bool:
     return False
 
 
-def _as_judgment(rule_id: str, outcome: Outcome[Verdict]) -> Judgment:
-    """A pair's raw judgment from the runner's outcome (not yet scored)."""
-    verdict = outcome.value if outcome.error is None else None
-    return Judgment(
-        rule_id=rule_id,
-        p_yes=verdict.probability if verdict is not None else None,
-        error=outcome.error,
-        attempts=outcome.attempts,
-        prompt_tokens=outcome.prompt_tokens,
-        completion_tokens=outcome.completion_tokens,
-        reply=outcome.reply,
-        cached=outcome.stored,
-        says_yes=verdict.applies if verdict is not None else False,
-    )
-
-
-def _unique(requests: Sequence[list[PairRequest]]) -> tuple[list[PairRequest], list[int]]:
-    """The batches' requests with repeats dropped (a reference input equal to the query), and where each went."""
-    unique: list[PairRequest] = []
-    seen: dict[str, int] = {}
-    index = []
-    for request in (r for part in requests for r in part):
-        if request.key not in seen:
-            seen[request.key] = len(unique)
-            unique.append(request)
-        index.append(seen[request.key])
-    return unique, index
-
-
 class ChatJudge(Judge):
     """Judge every (input, rule) pair independently with one chat model.
 
@@ -157,8 +128,8 @@ class ChatJudge(Judge):
         version = self.prompt.scoring_version
         return f"{version}+{QUESTION_PROMPT_VERSION}" if self.questions else version
 
-    def messages(self, query: str, rule: Rule) -> list[BaseMessage]:
-        """The prompt for one pair."""
+    def messages(self, query: str, rule: Rule) -> list[dict[str, str]]:
+        """The messages sent for one pair (OpenAI style)."""
         return self.prompt.messages(query, rule, self.verdict_format)
 
     def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
@@ -179,62 +150,60 @@ class ChatJudge(Judge):
         *,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
-    ) -> Judgment:
-        """Read a reply another engine got for ``request`` and keep it in the verdict cache.
+    ) -> Reading:
+        """Read a reply another engine got for ``request`` (the one reader) and keep it in the verdict cache.
 
-        Returns the raw judgment of that request (one half of the pair, for a
-        contrast prompt); a reply that cannot be read gives a judgment with
-        ``error`` set and is not cached. A later :meth:`judge` of the same
-        pair then makes no call.
+        Returns the reading of that request (one half of the pair, for a contrast prompt); a reply that cannot
+        be read gives a reading with ``error`` set and is not cached. A later :meth:`judge` of the same pair
+        then makes no call.
         """
-        outcome: Outcome[Verdict] = Outcome(
-            attempts=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, reply=text
-        )
         try:
-            outcome.value = read_reply(text, logprobs)
+            reading = read_reply(text, logprobs)
         except ParseError as exc:
-            outcome.error = str(exc)
-        else:
-            if self.cache is not None:
-                VerdictStore(self.cache).put(self._request(request), outcome)
-        return _as_judgment(request.rule_id, outcome)
+            reading = Reading(reply=text, error=str(exc))
+        reading = replace(reading, attempts=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        if reading.error is not None:
+            return reading
+        if self.cache is not None:
+            VerdictStore(self.cache).keep(request.key, reading)
+        return reading
 
-    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
+        requests, sent = self._plan_requests(batches)
+        readings = self.runner.run(list(sent.values()), callbacks=callbacks)
+        return _per_batch(requests, dict(zip(sent, readings, strict=True)))
+
+    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
+        requests, sent = self._plan_requests(batches)
+        readings = await self.runner.arun(list(sent.values()), callbacks=callbacks)
+        return _per_batch(requests, dict(zip(sent, readings, strict=True)))
+
+    def _plan_requests(self, batches: Sequence[Batch]) -> tuple[list[list[PairRequest]], dict[str, Request[Reading]]]:
+        """Each batch's pair requests, and the runner's requests by key.
+
+        A repeat (a reference input equal to the query) is sent once.
+        """
         requests = [self.requests(text, rules) for text, rules in batches]
-        if len(requests) == 1:
-            return _per_batch(requests, self.runner.run([self._request(r) for r in requests[0]], callbacks=callbacks))
-        unique, index = _unique(requests)
-        outcomes = self.runner.run([self._request(r) for r in unique], callbacks=callbacks)
-        return _per_batch(requests, [outcomes[i] for i in index])
-
-    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
-        requests = [self.requests(text, rules) for text, rules in batches]
-        if len(requests) == 1:
-            outcomes = await self.runner.arun([self._request(r) for r in requests[0]], callbacks=callbacks)
-            return _per_batch(requests, outcomes)
-        unique, index = _unique(requests)
-        outcomes = await self.runner.arun([self._request(r) for r in unique], callbacks=callbacks)
-        return _per_batch(requests, [outcomes[i] for i in index])
-
-    def _request(self, pair: PairRequest) -> Request[Verdict]:
-        return Request(
-            messages=list(pair.messages),
-            parse=parse_verdict,
-            key=pair.key if self.cache is not None else None,
-            run_name=f"tag_judge {pair.rule_id}",
-            tags=list(JUDGE_TAGS),
-            metadata={"tag_rule_id": pair.rule_id, "tag_predicate": self.prompt.name},
-        )
+        cached = self.cache is not None
+        sent = {
+            pair.key: Request(
+                messages=list(pair.messages),
+                parse=read_message,
+                blank=Reading(),
+                key=pair.key if cached else None,
+                run_name=f"tag_judge {pair.rule_id}",
+                tags=list(JUDGE_TAGS),
+                metadata={"tag_rule_id": pair.rule_id, "tag_predicate": self.prompt.name},
+            )
+            for part in requests
+            for pair in part
+        }
+        return requests, sent
 
 
-def _per_batch(requests: Sequence[list[PairRequest]], outcomes: Sequence[Outcome[Verdict]]) -> list[list[Judgment]]:
-    """Each batch's raw judgments, one per rule (a contrast prompt's two halves combined)."""
-    found, start = [], 0
-    for part in requests:
-        raw = [_as_judgment(r.rule_id, o) for r, o in zip(part, outcomes[start : start + len(part)], strict=True)]
-        found.append(combine_halves(part, raw) if part and part[-1].negated else raw)
-        start += len(part)
-    return found
+def _per_batch(requests: Sequence[list[PairRequest]], readings: Mapping[str, Reading]) -> list[list[Reading]]:
+    """Each batch's readings, one per rule (a contrast prompt's two halves combined)."""
+    return [combine_halves(part, [readings[r.key] for r in part]) for part in requests]
 
 
 def chat_judge(judge: Any, engine: str, error: type[Exception] = ValueError) -> ChatJudge:

@@ -48,7 +48,7 @@ def estimate_tokens(text: str) -> int:
 
 def _needed(prompt: JudgePrompt, verdict_format: VerdictFormat, query: str, rule: Rule) -> int:
     """The estimated size of one judge prompt, with a margin for the reply and message framing."""
-    return estimate_tokens("\n\n".join(str(m.content) for m in prompt.messages(query, rule, verdict_format))) + 16
+    return estimate_tokens("\n\n".join(m["content"] for m in prompt.messages(query, rule, verdict_format))) + 16
 
 
 def check_context(

@@ -21,9 +21,7 @@ from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self, override
 
 from langchain_tag.calls.identity import model_identity
-from langchain_tag.calls.replies import Verdict
-from langchain_tag.calls.runner import CallRunner, Outcome, Request
-from langchain_tag.calls.verdict_cache import VerdictCache, VerdictStore
+from langchain_tag.calls.runner import CallRunner, Request
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import JUDGE_TAGS, ChatRunnable, configure_judge
 from langchain_tag.judging.decision_api import (
@@ -37,7 +35,9 @@ from langchain_tag.judging.decision_api import (
     unsupported_questions,
 )
 from langchain_tag.judging.pairs import question_pair
-from langchain_tag.judging.read import parse_verdict
+from langchain_tag.judging.read import read_message
+from langchain_tag.judging.results import Reading
+from langchain_tag.judging.verdict_cache import VerdictCache, VerdictStore
 
 __all__ = ["ChatDecisionModel"]
 
@@ -110,7 +110,7 @@ class ChatDecisionModel(BaseDecisionModel):
         )
         return runner, config.get("callbacks")
 
-    def _requests(self, state: State, questions: dict[str, Question]) -> list[Request[Verdict]]:
+    def _requests(self, state: State, questions: dict[str, Question]) -> list[Request[Reading]]:
         refused = unsupported_questions(questions)
         if refused:
             raise ValueError(f"ChatDecisionModel answers Noul (yes/no) questions only; not: {', '.join(refused)}")
@@ -126,7 +126,8 @@ class ChatDecisionModel(BaseDecisionModel):
             requests.append(
                 Request(
                     messages=list(pair.messages),
-                    parse=parse_verdict,
+                    parse=read_message,
+                    blank=Reading(),
                     key=pair.key,
                     run_name=f"tag_question {name}",
                     tags=list(JUDGE_TAGS),
@@ -135,22 +136,20 @@ class ChatDecisionModel(BaseDecisionModel):
             )
         return requests
 
-    def _response(self, questions: dict[str, Question], outcomes: list[Outcome[Verdict]]) -> ClassifierResponse:
-        failed = [(name, o) for name, o in zip(questions, outcomes, strict=True) if not o.ok or o.value is None]
+    def _response(self, questions: dict[str, Question], readings: list[Reading]) -> ClassifierResponse:
+        failed = [(name, r) for name, r in zip(questions, readings, strict=True) if r.error is not None]
         if failed:
-            name, outcome = failed[0]
+            name, reading = failed[0]
             raise ProviderError(
-                f"{len(failed)} of {len(questions)} questions got no verdict; first: {name!r}: {outcome.error}"
+                f"{len(failed)} of {len(questions)} questions got no verdict; first: {name!r}: {reading.error}"
             )
-        answers = {}
-        for name, outcome in zip(questions, outcomes, strict=True):
-            verdict = outcome.value
-            assert verdict is not None
-            p_yes = verdict.probability if verdict.probability is not None else float(verdict.applies)
-            answers[name] = noul_answer(p_yes)
+        answers = {
+            name: noul_answer(r.p_yes if r.p_yes is not None else float(bool(r.word)))
+            for name, r in zip(questions, readings, strict=True)
+        }
         usage = {
-            "input_tokens": sum(o.prompt_tokens for o in outcomes),
-            "output_tokens": sum(o.completion_tokens for o in outcomes),
+            "input_tokens": sum(r.prompt_tokens for r in readings),
+            "output_tokens": sum(r.completion_tokens for r in readings),
         }
         return ClassifierResponse(model=self.model, answers=answers, usage=usage)  # type: ignore[arg-type]
 

@@ -14,19 +14,19 @@ chat judge (:class:`~langchain_tag.judging.judge.Judge`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
 
-from langchain_tag.calls.replies import Verdict
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
-from langchain_tag.calls.verdict_cache import VerdictStore, verdict_key
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.decision_api import probabilities, question_request
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.pairs import PairRequest, combine_halves
 from langchain_tag.judging.prompts import rule_question
-from langchain_tag.judging.results import Judgment
+from langchain_tag.judging.results import Reading
+from langchain_tag.judging.verdict_cache import VerdictStore, verdict_key
 from langchain_tag.rules import Rule
 
 __all__ = ["DECISION_FORMAT", "DecisionJudge"]
@@ -36,7 +36,7 @@ DECISION_FORMAT = "decision-v1"
 built here changes)."""
 
 _Planned = tuple[
-    list[PairRequest], list[tuple[list[PairRequest], Request[dict[str, Verdict]]]], dict[str, Outcome[Verdict]]
+    list[PairRequest], list[tuple[list[PairRequest], Request[Outcome[dict[str, Reading]]]]], dict[str, Reading]
 ]
 """One batch planned: its pair requests, the decision requests with the pairs each asks, and the cached verdicts."""
 
@@ -118,7 +118,7 @@ class DecisionJudge(Judge):
             for p, r in _with_rules(pairs, rules)
         }
         pending = list({p.key: p for p in pairs if p.key not in cached}.values())
-        calls: list[tuple[list[PairRequest], Request[dict[str, Verdict]]]] = []
+        calls: list[tuple[list[PairRequest], Request[Outcome[dict[str, Reading]]]]] = []
         for start in range(0, len(pending), self.max_questions):
             chunk = pending[start : start + self.max_questions]
             questions = {_name(p): texts[p.key] for p in chunk}
@@ -128,6 +128,7 @@ class DecisionJudge(Judge):
                     Request(
                         messages=question_request(self.llm, query, questions),
                         parse=_reader(chunk, store),
+                        blank=Outcome(),
                         run_name=f"tag_judge {len(chunk)} questions",
                         tags=["tag_judge"],
                         metadata={"tag_rule_ids": [p.rule_id for p in chunk], "tag_predicate": self.prompt.name},
@@ -136,30 +137,29 @@ class DecisionJudge(Judge):
             )
         return pairs, calls, cached
 
-    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
         planned = [self._questions(text, rules) for text, rules in batches]
         outcomes = self.runner.run([c for _, calls, _ in planned for _, c in calls], callbacks=callbacks)
-        return self._judgments(planned, outcomes)
+        return _readings(planned, outcomes)
 
-    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
         planned = [self._questions(text, rules) for text, rules in batches]
         outcomes = await self.runner.arun([c for _, calls, _ in planned for _, c in calls], callbacks=callbacks)
-        return self._judgments(planned, outcomes)
+        return _readings(planned, outcomes)
 
-    def _judgments(
-        self, planned: Sequence[_Planned], outcomes: Sequence[Outcome[dict[str, Verdict]]]
-    ) -> list[list[Judgment]]:
-        """Each batch's raw judgments, from the cache and from the answers (cached as they arrived)."""
-        found: list[list[Judgment]] = []
-        start = 0
-        for pairs, calls, cached in planned:
-            answered: dict[str, Judgment] = {}
-            for (chunk, _), outcome in zip(calls, outcomes[start : start + len(calls)], strict=True):
-                answered.update(_answers(chunk, outcome))
-            start += len(calls)
-            raw = [_cached(p, cached[p.key]) if p.key in cached else answered[p.key].replace() for p in pairs]
-            found.append(combine_halves(pairs, raw))
-        return found
+
+def _readings(planned: Sequence[_Planned], outcomes: Sequence[Outcome[dict[str, Reading]]]) -> list[list[Reading]]:
+    """Each batch's readings, from the cache and from the answers (cached as they arrived)."""
+    found: list[list[Reading]] = []
+    start = 0
+    for pairs, calls, cached in planned:
+        answered: dict[str, Reading] = {}
+        for (chunk, _), outcome in zip(calls, outcomes[start : start + len(calls)], strict=True):
+            answered.update(_answers(chunk, outcome))
+        start += len(calls)
+        found.append(combine_halves(pairs, [replace(cached[p.key], cached=True) if p.key in cached
+                                            else answered[p.key] for p in pairs]))  # fmt: skip
+    return found
 
 
 def _with_rules(pairs: Sequence[PairRequest], rules: Sequence[Rule]) -> list[tuple[PairRequest, Rule]]:
@@ -171,68 +171,48 @@ def _name(pair: PairRequest) -> str:
     return f"{NEGATED_PREFIX}{pair.rule_id}" if pair.negated else pair.rule_id
 
 
-def _reader(chunk: Sequence[PairRequest], store: VerdictStore | None) -> Callable[[Any], dict[str, Verdict]]:
-    """Reads one decision response into a verdict per answered pair key, caching each as it arrives.
+def _reader(chunk: Sequence[PairRequest], store: VerdictStore | None) -> Callable[[Any], Outcome[dict[str, Reading]]]:
+    """Reads one decision response into a reading per answered pair key, caching each as it arrives.
 
-    A question the response leaves out (or refused) gets no verdict: that pair alone fails. A response that
+    A question the response leaves out (or refused) gets no reading: that pair alone fails. A response that
     answers none of them fails the request, which the runner then retries.
     """
 
-    def read(response: Any) -> dict[str, Verdict]:
+    def read(response: Any) -> Outcome[dict[str, Reading]]:
         found = probabilities(response)
-        verdicts = {
-            p.key: Verdict(found[_name(p)] >= 0.5, found[_name(p)], "decision") for p in chunk if _name(p) in found
+        readings = {
+            p.key: Reading(p_yes=p_yes, word=p_yes >= 0.5, reply=f"P(yes)={p_yes:.6g}")
+            for p in chunk
+            if (p_yes := found.get(_name(p))) is not None
         }
-        if not verdicts:
+        if not readings:
             raise ParseError(f"the decision model answered none of: {', '.join(_name(p) for p in chunk[:10])}")
         if store is not None:
-            for key, verdict in verdicts.items():
-                store.keep(key, verdict, _reply(verdict))
-        return verdicts
+            for key, reading in readings.items():
+                store.keep(key, reading)
+        return Outcome(value=readings)
 
     return read
 
 
-def _reply(verdict: Verdict) -> str:
-    return f"P(yes)={verdict.probability:.6g}"
-
-
-def _answers(chunk: Sequence[PairRequest], outcome: Outcome[dict[str, Verdict]]) -> dict[str, Judgment]:
-    """The raw judgment of every pair one request asked about; its calls and tokens count on the first.
+def _answers(chunk: Sequence[PairRequest], outcome: Outcome[dict[str, Reading]]) -> dict[str, Reading]:
+    """The reading of every pair one request asked about; its calls and tokens count on the first.
 
     A pair the response left unanswered fails alone (its reply says so); a request that failed fails them all.
     """
-    judgments = {}
     answered = outcome.value if outcome.ok and outcome.value is not None else None
+    readings = {}
     for i, pair in enumerate(chunk):
-        verdict = answered.get(pair.key) if answered is not None else None
-        if verdict is not None:
-            reply, error = _reply(verdict), None
-        elif answered is not None:
-            reply, error = "no answer", f"the decision model gave no probability for {_name(pair)}"
-        else:
-            reply, error = outcome.reply, outcome.error
+        found = answered.get(pair.key) if answered is not None else None
+        if found is None and answered is not None:
+            found = Reading(reply="no answer", error=f"the decision model gave no probability for {_name(pair)}")
+        elif found is None:
+            found = Reading(reply=outcome.reply, error=outcome.error)
         first = i == 0
-        judgments[pair.key] = Judgment(
-            rule_id=pair.rule_id,
-            p_yes=verdict.probability if verdict is not None else None,
-            error=error,
+        readings[pair.key] = replace(
+            found,
             attempts=outcome.attempts if first else 0,
             prompt_tokens=outcome.prompt_tokens if first else 0,
             completion_tokens=outcome.completion_tokens if first else 0,
-            reply=reply,
-            says_yes=verdict.applies if verdict is not None else False,
         )
-    return judgments
-
-
-def _cached(pair: PairRequest, outcome: Outcome[Verdict]) -> Judgment:
-    verdict = outcome.value
-    assert verdict is not None
-    return Judgment(
-        rule_id=pair.rule_id,
-        p_yes=verdict.probability,
-        reply=outcome.reply,
-        cached=True,
-        says_yes=verdict.applies,
-    )
+    return readings

@@ -12,7 +12,7 @@ and reports failures. Two judges implement the call:
 - :class:`~langchain_tag.judging.decisions.DecisionJudge`: a LangChain decision
   model, every rule of an input a yes/no question of one request.
 
-:func:`judge_class` picks the one for a model.
+An :class:`~langchain_tag.retrievers.ApplicabilityRetriever` picks the one for its model.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model, model_identity
-from langchain_tag.calls.verdict_cache import VerdictCache
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.calibration.defaults import check_reference_inputs, resolve_default
 from langchain_tag.judging.calibration.model import Calibration
@@ -35,13 +34,14 @@ from langchain_tag.judging.calibration.scorer import ReferenceBook, Scorer
 from langchain_tag.judging.context_window import check_context, context_tokens_from_env
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
-from langchain_tag.judging.results import Judgment, JudgmentsFailedError, MatchResult
+from langchain_tag.judging.results import Judgment, JudgmentsFailedError, MatchResult, Reading
+from langchain_tag.judging.verdict_cache import VerdictCache
 from langchain_tag.registry import resolve
 from langchain_tag.rules import Rule
 
 __all__ = ["Batch", "Judge", "JudgeState", "resolve_judge_prompt", "scored_pairs"]
 
-logger = logging.getLogger("langchain_tag.judging.chat")  # the judges' warnings, under one logger
+logger = logging.getLogger(__name__)
 
 Batch = tuple[str, Sequence[Rule]]
 """One input and the rules to judge it against."""
@@ -109,9 +109,9 @@ def _check_settings(
         raise ValueError(f"threshold must be within [0, 1], got {threshold}")
 
 
-def _note_missing_logprobs(llm: Any, judgments: Sequence[Judgment], warned: set[str]) -> None:
+def _note_missing_logprobs(llm: Any, readings: Sequence[Reading], warned: set[str]) -> None:
     """Warn once when replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
-    answered = [j for j in judgments if j.attempts and j.error is None and not j.cached]
+    answered = [j for j in readings if j.attempts and j.error is None and not j.cached]
     if not answered or "no_logprobs" in warned or any(j.p_yes is not None for j in answered):
         return
     warned.add("no_logprobs")
@@ -276,20 +276,20 @@ class Judge(ABC):
         return [r for ref, missing in self.scorer.needed_references(rules) for r in self.requests(ref, missing)]
 
     @abstractmethod
-    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
-        """Ask the model: one raw (unscored) judgment per rule of each batch, in order."""
+    def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
+        """Ask the model: one reading per rule of each batch, in order."""
 
     @abstractmethod
-    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Judgment]]:
+    async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
         """Async twin of :meth:`_call`."""
 
-    def _conclude(self, scorer: Scorer, batches: Sequence[Batch], raw: Sequence[list[Judgment]]) -> MatchResult:
-        """Keep the reference judgments, score the query's with the scorer, and report failures."""
-        (query, rules), judgments = batches[0], raw[0]
+    def _conclude(self, scorer: Scorer, batches: Sequence[Batch], raw: Sequence[list[Reading]]) -> MatchResult:
+        """Keep the reference readings, score the query's with the scorer, and report failures."""
+        (query, rules), readings = batches[0], raw[0]
         for (reference, missing), found in zip(batches[1:], raw[1:], strict=True):
             scorer.references.add(reference, missing, found)
-        _note_missing_logprobs(self.llm, judgments, self.state.warned)
-        result = MatchResult(query=query, predicate=self.prompt.name, judgments=scorer.decide(rules, judgments))
+        _note_missing_logprobs(self.llm, readings, self.state.warned)
+        result = MatchResult(query=query, predicate=self.prompt.name, judgments=scorer.decide(rules, readings))
         return self._settle(result)
 
     def _settle(self, result: MatchResult) -> MatchResult:

@@ -10,9 +10,10 @@ provider batch API alike:
    key, the rule id and which half of a contrast prompt it asks);
 2. an engine sends each request and gets back a reply text and, where the
    provider offers them, the first token's logprobs;
-3. :func:`read_reply` reads that into a :class:`~langchain_tag.calls.replies.Verdict`
-   (raw P(YES), or a text verdict), and :func:`raw_judgment` /
-   :func:`combine_halves` make the pair's raw :class:`Judgment`.
+3. the one reader (:func:`~langchain_tag.judging.read.read_reply`) reads that
+   into a :class:`~langchain_tag.judging.results.Reading` (raw P(YES), the
+   reply's word), and :func:`combine_halves` makes one per pair of a
+   contrast prompt's two halves.
 
 Scoring (reference judgments, calibration, the threshold, ``applies``) is
 the scorer's job (:class:`~langchain_tag.judging.calibration.scorer.Scorer`).
@@ -24,27 +25,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tag.calls.replies import Verdict
-from langchain_tag.calls.verdict_cache import verdict_key
 from langchain_tag.judging.prompts import (
     QUESTION_PROMPT_VERSION,
-    TOKEN_REPLY,
-    USER_TEMPLATE,
     JudgePrompt,
     VerdictFormat,
     fence_input,
     question_messages,
     rule_question,
 )
-from langchain_tag.judging.read import parse_reply
-from langchain_tag.judging.results import Judgment, contrast_judgment
+from langchain_tag.judging.results import Reading, contrast
+from langchain_tag.judging.verdict_cache import verdict_key
 from langchain_tag.rules import Rule
 
 __all__ = [
     "PairRequest",
     "combine_halves",
     "question_pair",
-    "read_reply",
     "render_pairs",
     "render_questions",
 ]
@@ -103,11 +99,8 @@ def render_pairs(
     fenced = fence_input(query)
     requests = []
     for half, negated in halves:
-        system = {"role": "system", "content": half.system}
-        reply = TOKEN_REPLY if verdict_format == "token" else half.json_reply
         for rule in rules:
             rule_text = half.render_rule(rule)
-            user = USER_TEMPLATE.format(input=fenced, rule=rule_text, question=half.question, reply=reply)
             requests.append(
                 PairRequest(
                     key=verdict_key(
@@ -120,7 +113,7 @@ def render_pairs(
                     rule_id=rule.rule_id,
                     prompt_version=half.version,
                     negated=negated,
-                    messages=(system, {"role": "user", "content": user}),
+                    messages=half.compose(fenced, rule_text, verdict_format),
                 )
             )
     return requests
@@ -170,32 +163,14 @@ def render_questions(prompt: JudgePrompt, query: str, rules: Sequence[Rule], *, 
     ]
 
 
-def read_reply(text: str, logprobs: Mapping[str, Any] | None = None) -> Verdict:
-    """Read one reply: P(YES) from the first token's logprobs where given, else a YES/NO in the text.
+def combine_halves(requests: Sequence[PairRequest], readings: Sequence[Reading]) -> list[Reading]:
+    """One reading per rule from the readings of :func:`render_pairs`' requests, in the same order.
 
-    Args:
-        text: The reply text.
-        logprobs: The OpenAI chat-completions ``logprobs`` object of the reply, if any.
-
-    Raises:
-        ParseError: When neither gives a verdict, or the logprobs are malformed.
+    Without negated halves the readings are returned as they are; with them, each rule's two halves become one
+    (:func:`~langchain_tag.judging.results.contrast`).
     """
-    return parse_reply(text, logprobs)
-
-
-def raw_judgment(rule_id: str, verdict: Verdict, *, reply: str) -> Judgment:
-    """A pair's raw judgment from one read reply (not yet scored)."""
-    return Judgment(rule_id=rule_id, applies=verdict.applies, p_yes=verdict.probability, reply=reply)
-
-
-def combine_halves(requests: Sequence[PairRequest], judgments: Sequence[Judgment]) -> list[Judgment]:
-    """One judgment per rule from the judgments of :func:`render_pairs`' requests, in the same order.
-
-    Without negated halves the judgments are returned as they are; with them,
-    each rule's two halves become one :func:`contrast_judgment`.
-    """
-    statements = [j for r, j in zip(requests, judgments, strict=True) if not r.negated]
-    negations = [j for r, j in zip(requests, judgments, strict=True) if r.negated]
+    statements = [r for q, r in zip(requests, readings, strict=True) if not q.negated]
+    negations = [r for q, r in zip(requests, readings, strict=True) if q.negated]
     if not negations:
         return statements
-    return [contrast_judgment(a, b) for a, b in zip(statements, negations, strict=True)]
+    return [contrast(a, b) for a, b in zip(statements, negations, strict=True)]

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-
 from langchain_tag.rules import Rule
 
 __all__ = [
@@ -86,8 +84,8 @@ class JudgePrompt:
         """
         return self.version if self.negation is None else f"{self.version}+{self.negation.scoring_version}"
 
-    def messages(self, query: str, rule: Rule, verdict_format: VerdictFormat = "token") -> list[BaseMessage]:
-        """Build the messages for one judgment: system, then input, then rule.
+    def messages(self, query: str, rule: Rule, verdict_format: VerdictFormat = "token") -> list[dict[str, str]]:
+        """The messages of one judgment as they are sent (OpenAI style): system, then input, then rule.
 
         The input sits between a ``<<<`` line and a ``>>>`` line
         (:func:`fence_input` escapes any input line that could pass for either),
@@ -95,11 +93,13 @@ class JudgePrompt:
         neither an input nor a rule can forge the end of the input block, a
         rule block, the question or a system line.
         """
+        return list(self.compose(fence_input(query), self.render_rule(rule), verdict_format))
+
+    def compose(self, fenced_input: str, rule_text: str, verdict_format: VerdictFormat) -> tuple[dict[str, str], ...]:
+        """The one renderer of a judgment's messages, from the input as fenced and the rule as rendered."""
         reply = TOKEN_REPLY if verdict_format == "token" else self.json_reply
-        user = USER_TEMPLATE.format(
-            input=fence_input(query), rule=self.render_rule(rule), question=self.question, reply=reply
-        )
-        return [SystemMessage(self.system), HumanMessage(user)]
+        user = USER_TEMPLATE.format(input=fenced_input, rule=rule_text, question=self.question, reply=reply)
+        return {"role": "system", "content": self.system}, {"role": "user", "content": user}
 
 
 # Every line boundary of ``str.splitlines`` (``\r\n`` is ``\r`` then ``\n``), and whitespace that is not one.

@@ -1,4 +1,11 @@
-"""Reading a judge's reply: P(YES) from first-token logprobs, else a strict YES/NO in the text."""
+"""The one verdict reader: a judge's reply (its text, and first-token logprobs where given) into a :class:`Reading`.
+
+Every front reads replies here, whatever brought them: the chat judge's calls
+(through the runnable or straight through the client), a Ray Data job's
+responses, a provider batch's results file. :data:`READER_VERSION` is part of
+every verdict-cache key, so verdicts an older reader accepted are never served
+by a newer one: bump it whenever what this module accepts or returns changes.
+"""
 
 from __future__ import annotations
 
@@ -6,39 +13,53 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_tag.calls.replies import (
-    JSON_FENCE,
-    MAX_JSON_DEPTH,
-    MAX_REPLY_CHARS,
-    Verdict,
-    json_shape,
-    message_text,
-    preview,
-)
+from langchain_tag.calls.replies import JSON_FENCE, MAX_JSON_DEPTH, MAX_REPLY_CHARS, json_shape, message_text, preview
 from langchain_tag.errors import ParseError
+from langchain_tag.judging.results import Reading
 
-__all__ = ["logprobs_yes_probability", "parse_reply", "parse_verdict", "yes_probability"]
+__all__ = ["READER_VERSION", "read_message", "read_reply"]
 
+READER_VERSION = "reader-2"
+"""The version of this reader and of the :class:`Reading` it makes (part of every verdict-cache key)."""
 
 # Tokens whose logprobs count as YES or NO mass (a tokeniser may split "YES" or prefix a space).
-_YES_TOKENS = frozenset({"yes", "true", "y", "applicable", "applies"})
-_NO_TOKENS = frozenset({"no", "false", "n", "not", "inapplicable"})
+_TOKEN_WORDS = MappingProxyType(
+    {
+        **dict.fromkeys(("yes", "true", "y", "applicable", "applies"), True),
+        **dict.fromkeys(("no", "false", "n", "not", "inapplicable"), False),
+    }
+)
 # Words a text reply may answer with; anything else is not a verdict.
-_ANSWERS = {"yes": True, "true": True, "no": False, "false": False}
+_ANSWERS = MappingProxyType({"yes": True, "true": True, "no": False, "false": False})
 _LABEL = re.compile(r"^\s*(?:answer|verdict)\s*:\s*", re.IGNORECASE)
 _LEADING_WORD = re.compile(r"^[\s*_`\"'(\[]*([A-Za-z]+)\b")
 _YES_NO_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 # JSON fields a verdict may come in, with the type each must have.
-_JSON_FIELDS: dict[str, type] = {"verdict": str, "answer": str, "applicable": bool, "relevant": bool}
+_JSON_FIELDS: Mapping[str, type] = MappingProxyType(
+    {"verdict": str, "answer": str, "applicable": bool, "relevant": bool}
+)
 _LOGPROB_SLACK = 1e-3  # servers round; a log-probability a hair above 0 is read as 0
 
 
-def parse_verdict(message: BaseMessage | str, *, threshold: float = 0.5) -> Verdict:
-    """Read a YES/NO verdict strictly, preferring first-token logprobs.
+def read_message(message: BaseMessage | str) -> Reading:
+    """Read a chat model's reply: its text, and the OpenAI-style ``response_metadata["logprobs"]`` where given.
+
+    Raises:
+        ParseError: As :func:`read_reply`.
+    """
+    logprobs = None
+    if isinstance(message, AIMessage) and message.response_metadata:
+        logprobs = message.response_metadata.get("logprobs")
+    return read_reply(message_text(message), logprobs)
+
+
+def read_reply(text: str, logprobs: Any = None) -> Reading:
+    """Read one reply strictly: P(YES) from the first token's logprobs where given, and the YES/NO of its text.
 
     The reply text must be a verdict, in one of these forms:
 
@@ -51,45 +72,32 @@ def parse_verdict(message: BaseMessage | str, *, threshold: float = 0.5) -> Verd
 
     Anything else ("Not sure.", "Yes, no.", ``{"verdict": ["YES"]}``, a
     sentence that merely contains "yes", an empty reply) is not a verdict,
-    whatever its logprobs say. With logprobs (OpenAI-style
-    ``response_metadata["logprobs"]``), P(YES) is the probability mass on
-    YES-like first tokens divided by the mass on YES- and NO-like ones, and
-    the verdict is ``P(YES) >= threshold``; without them (or when no first
-    token is YES- or NO-like), the verdict is the text's.
+    whatever its logprobs say. With logprobs (the OpenAI chat-completions
+    ``logprobs`` object), P(YES) is the probability mass on YES-like first
+    tokens divided by the mass on YES- and NO-like ones.
+
+    >>> reading = read_reply("NO - the input has no tabs")
+    >>> reading.word, reading.p_yes
+    (False, None)
 
     Raises:
         ParseError: When the text is not a verdict, or the logprobs are
             malformed (not the documented shape, or a log-probability that is
             not a finite number at most 0).
     """
-    logprobs = None
-    if isinstance(message, AIMessage) and message.response_metadata:
-        logprobs = message.response_metadata.get("logprobs")
-    return parse_reply(message_text(message), logprobs, threshold=threshold)
-
-
-def parse_reply(text: str, logprobs: Any = None, *, threshold: float = 0.5) -> Verdict:
-    """Read a reply given as plain data: its text and its OpenAI-style ``logprobs`` object (or ``None``).
-
-    The pure form of :func:`parse_verdict`, for replies that come from
-    outside a LangChain chat model (a batch API results file, a Ray job).
-
-    Raises:
-        ParseError: As :func:`parse_verdict`.
-    """
-    prob = logprobs_yes_probability(logprobs)
-    text = text.strip()
-    decision = _json_decision(text) if text.startswith(("{", "```")) else _word_decision(text)
-    if prob is not None:
-        if decision is None and _token_decision(text) is None:
+    p_yes = _p_yes(logprobs)
+    stripped = text.strip()
+    word = _json_decision(stripped) if stripped.startswith(("{", "```")) else _word_decision(stripped)
+    if p_yes is not None and word is None:
+        word = _TOKEN_WORDS.get(stripped.strip("\"'.").lower())
+        if word is None:
             raise ParseError(
-                f"no YES/NO verdict in reply: {preview(text)} (its first-token logprobs give P(YES) = {prob:.3f}, "
-                "but the text is not a verdict)"
+                f"no YES/NO verdict in reply: {preview(stripped)} (its first-token logprobs give P(YES) = "
+                f"{p_yes:.3f}, but the text is not a verdict)"
             )
-        return Verdict(prob >= threshold, prob, "logprobs")
-    if decision is None:
-        raise ParseError(f"no YES/NO verdict in reply: {preview(text)}")
-    return Verdict(decision, None, "text")
+    if word is None:
+        raise ParseError(f"no YES/NO verdict in reply: {preview(stripped)}")
+    return Reading(p_yes=p_yes, word=word, reply=text)
 
 
 def _json_decision(text: str) -> bool | None:
@@ -133,62 +141,15 @@ def _word_decision(text: str) -> bool | None:
     return decision
 
 
-def _token_decision(token: str) -> bool | None:
-    word = token.strip().strip("\"'.").lower()
-    if word in _YES_TOKENS:
-        return True
-    if word in _NO_TOKENS:
-        return False
-    return None
+def _p_yes(logprobs: Any) -> float | None:
+    """P(YES) from an OpenAI chat-completions ``logprobs`` object, or ``None`` (no logprobs, or no YES/NO token).
 
-
-def _log_probability(value: Any) -> float:
-    """A log-probability as a float, or :class:`ParseError` for anything that is not one."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ParseError(f"malformed logprobs: a log-probability is {preview(repr(value), 40)}, not a number")
-    number = float(value)
-    if not math.isfinite(number) or number > _LOGPROB_SLACK:
-        raise ParseError(f"malformed logprobs: log-probability {number!r} is not a finite number at most 0")
-    return min(number, 0.0)
-
-
-def _top_entries(content: Any) -> list[Mapping[str, Any]]:
-    """The first token's candidate entries from ``logprobs["content"]``, checked for shape."""
-    if not isinstance(content, list) or not isinstance(content[0], Mapping):
-        raise ParseError(f"malformed logprobs: content is {preview(repr(content), 60)}, not a list of objects")
-    first = content[0]
-    top = first.get("top_logprobs")
-    entries = [first] if top is None or top == [] else top
-    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
-        raise ParseError(f"malformed logprobs: top_logprobs is {preview(repr(top), 60)}, not a list of objects")
-    return entries
-
-
-def yes_probability(message: AIMessage) -> float | None:
-    """P(YES) from the first generated token's top logprobs, or ``None``.
-
-    Reads the OpenAI chat-completions shape that langchain-openai puts in
-    ``response_metadata["logprobs"]`` (:func:`logprobs_yes_probability`).
+    The first entry of ``logprobs["content"]`` is read: its ``top_logprobs`` list (or the entry itself) is searched
+    for YES-like and NO-like tokens.
 
     Raises:
-        ParseError: When the logprobs are there but malformed.
-    """
-    logprobs = message.response_metadata.get("logprobs") if message.response_metadata else None
-    return logprobs_yes_probability(logprobs)
-
-
-def logprobs_yes_probability(logprobs: Any) -> float | None:
-    """P(YES) from an OpenAI chat-completions ``logprobs`` object, or ``None``.
-
-    The first entry of ``logprobs["content"]`` is read: its ``top_logprobs``
-    list is searched for YES-like and NO-like tokens. ``None`` when there are
-    no logprobs or none of the first token's candidates is YES- or NO-like.
-
-    Raises:
-        ParseError: When the logprobs are there but malformed: not the
-            documented shape, a token that is not a string, or a
-            log-probability that is not a finite number at most 0 (NaN,
-            ``"abc"``, 1000).
+        ParseError: When the logprobs are there but malformed: not the documented shape, a token that is not a
+            string, or a log-probability that is not a finite number at most 0 (NaN, ``"abc"``, 1000).
     """
     if logprobs is None:
         return None
@@ -197,19 +158,24 @@ def logprobs_yes_probability(logprobs: Any) -> float | None:
     content = logprobs.get("content")
     if content is None or content == []:
         return None
-    yes = no = 0.0
-    for entry in _top_entries(content):
-        token = entry.get("token")
+    if not isinstance(content, list) or not isinstance(content[0], Mapping):
+        raise ParseError(f"malformed logprobs: content is {preview(repr(content), 60)}, not a list of objects")
+    top = content[0].get("top_logprobs")
+    entries = [content[0]] if top is None or top == [] else top
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise ParseError(f"malformed logprobs: top_logprobs is {preview(repr(top), 60)}, not a list of objects")
+    mass = {True: 0.0, False: 0.0}
+    for entry in entries:
+        token, value = entry.get("token"), entry.get("logprob")
         if not isinstance(token, str):
             raise ParseError(f"malformed logprobs: a token is {preview(repr(token), 40)}, not a string")
-        decision = _token_decision(token)
-        if decision is None:
+        word = _TOKEN_WORDS.get(token.strip().strip("\"'.").lower())
+        if word is None:
             continue
-        mass = math.exp(_log_probability(entry.get("logprob")))
-        if decision:
-            yes += mass
-        else:
-            no += mass
-    if yes + no == 0.0:
-        return None
-    return yes / (yes + no)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ParseError(f"malformed logprobs: a log-probability is {preview(repr(value), 40)}, not a number")
+        if not math.isfinite(value) or value > _LOGPROB_SLACK:
+            raise ParseError(f"malformed logprobs: log-probability {float(value)!r} is not a finite number at most 0")
+        mass[word] += math.exp(min(float(value), 0.0))
+    total = mass[True] + mass[False]
+    return mass[True] / total if total else None

@@ -1,136 +1,95 @@
-"""What judging gives: one :class:`Judgment` per (input, rule) pair and a :class:`MatchResult` per input.
+"""What judging gives: a :class:`Reading` of each reply, a scored :class:`Judgment` per pair, a :class:`MatchResult`.
 
-Every judge (chat model, decision model, cascade) returns raw judgments of this
-one type; the scorer (:class:`~langchain_tag.judging.calibration.scorer.Scorer`)
-returns them scored, as new objects.
+Two records carry a judgment from the moment its reply is read to the document
+the user gets. A :class:`Reading` is what one reply said, as the one reader
+read it (:mod:`langchain_tag.judging.read`): the call runner returns it, the
+verdict cache keeps it as it is. The scorer
+(:class:`~langchain_tag.judging.calibration.scorer.Scorer`) turns each into a
+:class:`Judgment`, a new object with its calibrated score and decision.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
-from typing import Any
 
 from langchain_tag.errors import TagError
 from langchain_tag.judging.logodds import logit, sigmoid
 
-__all__ = ["Judgment", "JudgmentsFailedError", "MatchResult", "contrast_judgment"]
+__all__ = ["Judgment", "JudgmentsFailedError", "MatchResult", "Reading", "contrast"]
 
 
-class Judgment:
-    """The verdict for one (input, rule) pair.
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What one reply said about one (input, rule) pair, as read: the runner's record and the cache's entry.
 
     Attributes:
-        rule_id: The rule judged.
-        applies: Final decision, made by the scorer (``False`` when the judgment failed).
-        p_yes: The judge's raw P(YES) from logprobs, when available. With a
-            contrast prompt (:attr:`JudgePrompt.negation`), the contrast of
-            its two answers: ``sigmoid(logit(statement_p_yes) - logit(negation_p_yes))``.
-        score: The calibrated score the threshold was applied to (``p_yes``
-            without a calibration), when available.
-        error: Why the judgment failed, if it did (then counted as NO).
-        attempts: How many calls were made for this pair.
-        prompt_tokens: Prompt tokens reported by the model, summed over attempts.
-        completion_tokens: Completion tokens, summed over attempts.
-        reply: The last reply text.
-        cached: Whether the verdict came from the verdict cache (no call made).
-        says_yes: The verdict read from the reply before scoring (the text
-            verdict when there are no logprobs).
+        p_yes: The judge's raw P(YES) (first-token logprobs, or a decision model's probability), when given.
+            With a contrast prompt, the contrast of its two answers (:func:`contrast`).
+        word: The YES (``True``) or NO (``False``) the reply says; ``None`` when it could not be read.
+        reply: The reply text (the last one, after retries).
+        attempts: Calls made (0 when the verdict cache answered).
+        prompt_tokens: Prompt tokens reported by the model, over all attempts.
+        completion_tokens: Completion tokens, over all attempts.
+        error: Why no verdict could be read after the last attempt, if none could (then counted as NO).
+        cached: Whether the verdict cache answered (no call made).
         statement_p_yes: With a contrast prompt: P(YES) that the rule's condition holds.
         negation_p_yes: With a contrast prompt: P(YES) that its negation holds.
     """
 
-    __slots__ = (
-        "applies",
-        "attempts",
-        "cached",
-        "completion_tokens",
-        "error",
-        "negation_p_yes",
-        "p_yes",
-        "prompt_tokens",
-        "reply",
-        "rule_id",
-        "says_yes",
-        "score",
-        "statement_p_yes",
-    )
-
-    def __init__(
-        self,
-        rule_id: str,
-        applies: bool = False,
-        p_yes: float | None = None,
-        score: float | None = None,
-        error: str | None = None,
-        attempts: int = 0,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-        reply: str = "",
-        cached: bool = False,
-        says_yes: bool | None = None,
-        statement_p_yes: float | None = None,
-        negation_p_yes: float | None = None,
-    ) -> None:
-        self.rule_id = rule_id
-        self.applies = applies
-        self.p_yes = p_yes
-        self.score = score
-        self.error = error
-        self.attempts = attempts
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.reply = reply
-        self.cached = cached
-        self.says_yes = applies if says_yes is None else says_yes
-        self.statement_p_yes = statement_p_yes
-        self.negation_p_yes = negation_p_yes
-
-    def replace(self, **changes: Any) -> Judgment:
-        """A copy with ``changes`` applied (the scorer's scored judgments are new objects)."""
-        new = copy.copy(self)
-        for name, value in changes.items():
-            setattr(new, name, value)
-        return new
-
-    def __repr__(self) -> str:
-        return (
-            f"Judgment(rule_id={self.rule_id!r}, applies={self.applies}, p_yes={self.p_yes}, score={self.score}, "
-            f"error={self.error!r}, attempts={self.attempts}, cached={self.cached})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Judgment):
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]
+    p_yes: float | None = None
+    word: bool | None = None
+    reply: str = ""
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    cached: bool = False
+    statement_p_yes: float | None = None
+    negation_p_yes: float | None = None
 
 
-def contrast_judgment(statement: Judgment, negation: Judgment) -> Judgment:
-    """One pair's judgment from its two halves: the condition asked, and its negation asked.
+@dataclass(frozen=True, slots=True)
+class Judgment(Reading):
+    """The scored verdict for one (input, rule) pair: its reading, the score the threshold met, and the decision.
+
+    Attributes:
+        rule_id: The rule judged.
+        score: The calibrated score the threshold was applied to (``p_yes`` without a calibration), when known.
+        applies: The decision (``False`` when the judgment failed). Only the scorer makes it.
+    """
+
+    rule_id: str = ""
+    score: float | None = None
+    applies: bool = False
+
+    @classmethod
+    def scored(cls, reading: Reading, *, rule_id: str, score: float | None, applies: bool) -> Judgment:
+        """``reading`` with the scorer's decision: a new object."""
+        fields = {name: getattr(reading, name) for name in Reading.__slots__}
+        return cls(**fields, rule_id=rule_id, score=score, applies=applies)
+
+
+def contrast(statement: Reading, negation: Reading) -> Reading:
+    """One pair's reading from its two halves: the condition asked, and its negation asked.
 
     P(YES) is ``sigmoid(logit(p) - logit(q))`` for ``p`` on the condition and
     ``q`` on its negation, so a judge that leans to YES on both halves, or an
-    input that lifts both, moves it little. Without logprobs the verdict is
-    YES when the condition got YES and its negation NO. A failed half fails
-    the pair; calls and tokens are summed.
+    input that lifts both, moves it little. Without logprobs the word is YES
+    when the condition got YES and its negation NO. A failed half fails the
+    pair; calls and tokens are summed.
     """
     error = statement.error or (f"negation: {negation.error}" if negation.error else None)
     p, q = statement.p_yes, negation.p_yes
     p_yes = sigmoid(logit(p) - logit(q)) if error is None and p is not None and q is not None else None
-    says_yes = error is None and statement.says_yes and not negation.says_yes
-    return Judgment(
-        rule_id=statement.rule_id,
-        applies=says_yes,
+    return Reading(
         p_yes=p_yes,
-        error=error,
+        word=None if error is not None else bool(statement.word and not negation.word),
+        reply=f"{statement.reply} | negation: {negation.reply}",
         attempts=statement.attempts + negation.attempts,
         prompt_tokens=statement.prompt_tokens + negation.prompt_tokens,
         completion_tokens=statement.completion_tokens + negation.completion_tokens,
-        reply=f"{statement.reply} | negation: {negation.reply}",
+        error=error,
         cached=statement.cached and negation.cached,
-        says_yes=says_yes,
         statement_p_yes=p,
         negation_p_yes=q,
     )

@@ -10,7 +10,7 @@ JSON-ready result per input, in input order, and :func:`write_results` writes
 them to a JSONL file that appears whole or not at all.
 
 Resuming comes from the retriever's verdict cache: with a
-:class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache`, each judgment is
+:class:`~langchain_tag.judging.verdict_cache.SQLiteVerdictCache`, each judgment is
 stored as soon as its reply arrives (not only when its input is finished), so
 a job that is killed and run again makes no finished judgment again, and its
 output is byte-identical to an uninterrupted run's.
@@ -45,11 +45,11 @@ from tqdm.auto import tqdm
 from langchain_tag.calls.own_loop import iterate_on_own_loop, loop_is_free
 from langchain_tag.calls.recorded import RecordedReplies
 from langchain_tag.calls.runner import ReplyCounter
-from langchain_tag.calls.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import ProviderError, TagError
 from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import JudgmentsFailedError
+from langchain_tag.judging.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, encoding_error, read_inputs
 
@@ -356,7 +356,7 @@ def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[R
             counts[item.id] = 0
             continue
         requests = judge.requests(item.text, rules)
-        counts[item.id] = len(requests) if store is None else sum(not store.holds(r.key) for r in requests)
+        counts[item.id] = len(requests) if store is None else sum(store.lookup(r.key) is None for r in requests)
     return counts
 
 
@@ -409,7 +409,7 @@ def match_corpus(
     whose pairs could be judged (every call failed, or too long for the
     model) gets an ``"error"`` and every rule under ``"failed"``.
 
-    With a :class:`~langchain_tag.calls.verdict_cache.SQLiteVerdictCache` on the
+    With a :class:`~langchain_tag.judging.verdict_cache.SQLiteVerdictCache` on the
     retriever the job resumes: each reply is stored as it arrives, so a rerun
     after a kill judges only what had not been judged, and yields the same
     results.

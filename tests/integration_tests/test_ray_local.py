@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule

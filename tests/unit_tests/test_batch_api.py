@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.pairs import PairRequest
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.batch_api import (

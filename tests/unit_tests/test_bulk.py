@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCacheError
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache, VerdictCacheError
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.bulk import (

@@ -245,8 +245,8 @@ def test_band_is_plain_data() -> None:
 
 
 def test_the_bulk_job_runs_a_cascade_and_resumes_without_a_strong_call(rules: list[Rule], tmp_path: Any) -> None:
-    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
     from langchain_tag.judging.cascade import CascadeJudge
+    from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
     from langchain_tag.scale.bulk import amatch_corpus, match_corpus
 
     def build() -> CascadeRetriever:

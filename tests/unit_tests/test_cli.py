@@ -692,11 +692,12 @@ def _malformed_database(path: Path) -> Path:
     """A verdict cache whose header is sound and whose table pages are not: the damage shows on the first read."""
     import sqlite3
 
-    from langchain_tag.calls.verdict_cache import CachedVerdict, SQLiteVerdictCache
+    from langchain_tag.judging.results import Reading
+    from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 
     cache = SQLiteVerdictCache(path)
     for i in range(2000):
-        cache.put(f"key-{i:05d}" * 4, CachedVerdict(applies=True, probability=0.5, reply="YES" * 10))
+        cache.put(f"key-{i:05d}" * 4, Reading(word=True, p_yes=0.5, reply="YES" * 10))
     cache.close()
     sqlite3.connect(path).execute("PRAGMA wal_checkpoint(TRUNCATE)").connection.close()
     data = bytearray(path.read_bytes())

@@ -8,9 +8,9 @@ import tracemalloc
 from langchain_core.documents import Document
 from typing_extensions import override
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.judging.chat import ChatJudge
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_extractor, judged_rule_id

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.judging.calibration.defaults import default_calibration
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.prompts import JUDGE_PROMPTS, negate_condition
-from langchain_tag.judging.results import Judgment, contrast_judgment
+from langchain_tag.judging.results import Reading, contrast
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, asks_negation, fake_judge, judged_rule_id
 
@@ -44,31 +44,31 @@ def test_contrast_prompt_shares_its_statement_half_and_has_its_own_scoring_versi
     assert "Statement: the input does not contain a tab\n(rule R-9)" in contrast.negation.render_rule(rule)
 
 
-def test_contrast_judgment_combines_the_halves() -> None:
-    yes = Judgment("R-1", applies=True, p_yes=0.8, attempts=1, prompt_tokens=10, completion_tokens=1)
-    no = Judgment("R-1", applies=False, p_yes=0.2, attempts=2, prompt_tokens=12, completion_tokens=1)
-    both = contrast_judgment(yes, no)
+def test_contrast_combines_the_halves() -> None:
+    yes = Reading(word=True, p_yes=0.8, attempts=1, prompt_tokens=10, completion_tokens=1)
+    no = Reading(word=False, p_yes=0.2, attempts=2, prompt_tokens=12, completion_tokens=1)
+    both = contrast(yes, no)
     assert both.p_yes == pytest.approx(1 / (1 + math.exp(-(_logit(0.8) - _logit(0.2)))))
     assert (both.statement_p_yes, both.negation_p_yes) == (0.8, 0.2)
-    assert both.applies and both.error is None
+    assert both.word and both.error is None
     assert (both.attempts, both.prompt_tokens, both.completion_tokens) == (3, 22, 2)
     # A judge that leans to YES on both halves says nothing: the contrast is even.
-    assert contrast_judgment(yes, Judgment("R-1", applies=True, p_yes=0.8)).p_yes == pytest.approx(0.5)
+    assert contrast(yes, Reading(word=True, p_yes=0.8)).p_yes == pytest.approx(0.5)
 
 
 def test_a_failed_half_fails_the_pair() -> None:
-    ok = Judgment("R-1", applies=True, p_yes=0.9)
-    broken = Judgment("R-1", error="no YES/NO verdict in reply: 'hm'")
-    failed = contrast_judgment(ok, broken)
+    ok = Reading(word=True, p_yes=0.9)
+    broken = Reading(error="no YES/NO verdict in reply: 'hm'")
+    failed = contrast(ok, broken)
     assert failed.error == "negation: no YES/NO verdict in reply: 'hm'"
-    assert failed.p_yes is None and not failed.applies
-    assert contrast_judgment(broken, ok).error == "no YES/NO verdict in reply: 'hm'"
+    assert failed.p_yes is None and not failed.word
+    assert contrast(broken, ok).error == "no YES/NO verdict in reply: 'hm'"
 
 
 def test_without_logprobs_yes_needs_yes_to_the_condition_and_no_to_its_negation() -> None:
-    assert contrast_judgment(Judgment("R-1", applies=True), Judgment("R-1", applies=False)).applies
-    assert not contrast_judgment(Judgment("R-1", applies=True), Judgment("R-1", applies=True)).applies
-    assert not contrast_judgment(Judgment("R-1", applies=False), Judgment("R-1", applies=False)).applies
+    assert contrast(Reading(word=True), Reading(word=False)).word
+    assert not contrast(Reading(word=True), Reading(word=True)).word
+    assert not contrast(Reading(word=False), Reading(word=False)).word
 
 
 def _leaning_judge(holds: set[str], lean: float) -> FakeChatModel:

@@ -246,7 +246,7 @@ def test_reference_inputs_reach_the_tag_modes_judge(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_verdict_cache_given_to_the_graph_is_shared_by_its_judged_modes(rules: list[Document]) -> None:
-    from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
+    from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 
     cache = InMemoryVerdictCache()
     judge = fake_judge({"R-001"})
@@ -391,7 +391,7 @@ def test_modes_without_a_judge_skip_the_check(rules: list[Rule]) -> None:
 
 
 def test_the_check_uses_the_configured_retrievers_judge(rules: list[Rule]) -> None:
-    from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
+    from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 
     cache = InMemoryVerdictCache()
     judge = _marker_judge()

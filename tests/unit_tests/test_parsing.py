@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage
 
 from langchain_tag.calls.replies import parse_json_items, parse_json_object
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.read import parse_reply, parse_verdict, yes_probability
+from langchain_tag.judging.read import read_message, read_reply
 from tests.unit_tests.faults import MALFORMED_LOGPROBS
 
 
@@ -47,15 +47,15 @@ def test_parse_json_object_refuses(text: str) -> None:
     ],
 )
 def test_parse_verdict_text(text: str, expected: bool) -> None:
-    verdict = parse_verdict(AIMessage(content=text))
-    assert verdict.applies is expected
-    assert verdict.probability is None and verdict.source == "text"
+    reading = read_message(AIMessage(content=text))
+    assert reading.word is expected
+    assert reading.p_yes is None
 
 
 @pytest.mark.parametrize("text", ["", "maybe", "It depends on the context"])
 def test_parse_verdict_garbage(text: str) -> None:
     with pytest.raises(ParseError):
-        parse_verdict(AIMessage(content=text))
+        read_message(AIMessage(content=text))
 
 
 def _with_logprobs(first: str, top: dict[str, float]) -> AIMessage:
@@ -70,21 +70,20 @@ def _with_logprobs(first: str, top: dict[str, float]) -> AIMessage:
 
 def test_probability_from_logprobs_sums_variants() -> None:
     msg = _with_logprobs("YES", {"YES": 0.5, "Yes": 0.1, "NO": 0.3, "No": 0.1})
-    assert yes_probability(msg) == pytest.approx(0.6)
+    assert read_message(msg).p_yes == pytest.approx(0.6)
 
 
-def test_threshold_decides_logprob_verdict() -> None:
-    msg = _with_logprobs("YES", {"YES": 0.55, "NO": 0.45})
-    assert parse_verdict(msg, threshold=0.5).applies is True
-    assert parse_verdict(msg, threshold=0.6).applies is False
-    assert parse_verdict(msg).source == "logprobs"
+def test_logprobs_give_p_yes_beside_the_word_of_the_text() -> None:
+    msg = _with_logprobs("NO", {"YES": 0.55, "NO": 0.45})
+    reading = read_message(msg)
+    assert reading.p_yes == pytest.approx(0.55) and reading.word is False  # the threshold is the scorer's
 
 
 def test_logprobs_without_yes_or_no_fall_back_to_text() -> None:
     msg = _with_logprobs("Maybe", {"Maybe": 0.9, "Perhaps": 0.1})
     msg.content = "NO"
-    verdict = parse_verdict(msg)
-    assert verdict.applies is False and verdict.source == "text"
+    reading = read_message(msg)
+    assert reading.word is False and reading.p_yes is None
 
 
 # Replies a lenient reader took for verdicts: each must be refused, never read as YES or NO.
@@ -104,7 +103,7 @@ NOT_VERDICTS = [
 @pytest.mark.parametrize("text", NOT_VERDICTS)
 def test_a_reply_that_is_not_one_clear_answer_is_refused(text: str) -> None:
     with pytest.raises(ParseError, match="no YES/NO verdict"):
-        parse_verdict(AIMessage(content=text))
+        read_message(AIMessage(content=text))
 
 
 @pytest.mark.parametrize(
@@ -118,7 +117,7 @@ def test_a_reply_that_is_not_one_clear_answer_is_refused(text: str) -> None:
     ],
 )
 def test_a_first_word_or_typed_json_field_is_read(text: str, expected: bool) -> None:
-    assert parse_verdict(AIMessage(content=text)).applies is expected
+    assert read_message(AIMessage(content=text)).word is expected
 
 
 def _logprobs(content: object) -> AIMessage:
@@ -128,12 +127,12 @@ def _logprobs(content: object) -> AIMessage:
 @pytest.mark.parametrize("kind", sorted(MALFORMED_LOGPROBS))
 def test_malformed_logprobs_are_a_parse_error_never_a_crash_or_a_verdict(kind: str) -> None:
     with pytest.raises(ParseError, match="malformed logprobs"):
-        parse_verdict(_logprobs(MALFORMED_LOGPROBS[kind]))
+        read_message(_logprobs(MALFORMED_LOGPROBS[kind]))
 
 
 def test_logprobs_absent_or_empty_fall_back_to_the_text() -> None:
     for metadata in ({}, {"logprobs": None}, {"logprobs": {"content": None}}, {"logprobs": {"content": []}}):
-        assert parse_verdict(AIMessage(content="NO", response_metadata=metadata)).source == "text"
+        assert read_message(AIMessage(content="NO", response_metadata=metadata)).p_yes is None
 
 
 @pytest.mark.parametrize(
@@ -208,17 +207,17 @@ NOT_VERDICTS_WITH_LOGPROBS = [
 @pytest.mark.parametrize("text", NOT_VERDICTS_WITH_LOGPROBS)
 def test_a_reply_that_is_not_a_verdict_is_refused_even_with_logprobs(text: str) -> None:
     with pytest.raises(ParseError, match="no YES/NO verdict"):
-        parse_verdict(_with_logprobs(text, {"Yes": 0.9, "NO": 0.1}))
+        read_message(_with_logprobs(text, {"Yes": 0.9, "NO": 0.1}))
     logprobs = _with_logprobs(text, {"YES": 0.8, "No": 0.2}).response_metadata["logprobs"]
     with pytest.raises(ParseError, match="no YES/NO verdict"):
-        parse_reply(text, logprobs)
+        read_reply(text, logprobs)
 
 
 @pytest.mark.parametrize("token", ["YES", "NO", "Yes", " yes", "No", "no.", "true", "Y", "n", "Not", "Applicable"])
 def test_a_one_token_reply_with_logprobs_is_read_from_the_logprobs(token: str) -> None:
-    verdict = parse_verdict(_with_logprobs(token, {token: 0.7, "NO" if token != "NO" else "YES": 0.3}))
-    assert verdict.source == "logprobs" and verdict.probability is not None
-    assert verdict.applies is (verdict.probability >= 0.5)
+    reading = read_message(_with_logprobs(token, {token: 0.7, "NO" if token != "NO" else "YES": 0.3}))
+    assert reading.p_yes is not None and reading.word is not None
+    assert reading.word is (reading.p_yes >= 0.5)  # the token's own word agrees with its mass here
 
 
 @pytest.mark.parametrize(
@@ -226,6 +225,5 @@ def test_a_one_token_reply_with_logprobs_is_read_from_the_logprobs(token: str) -
     [("YES. The input has tabs.", 0.3), ('{"verdict": "NO"}', 0.8), ("Answer: no", 0.55), ("**Yes**", 0.4)],
 )
 def test_a_text_verdict_with_logprobs_takes_their_probability(text: str, expected: float) -> None:
-    verdict = parse_verdict(_with_logprobs(text, {"YES": expected, "NO": 1 - expected}))
-    assert verdict.source == "logprobs" and verdict.probability == pytest.approx(expected)
-    assert verdict.applies is (expected >= 0.5)
+    reading = read_message(_with_logprobs(text, {"YES": expected, "NO": 1 - expected}))
+    assert reading.p_yes == pytest.approx(expected)  # the score comes from the logprobs, not the text's word

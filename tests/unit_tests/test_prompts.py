@@ -67,7 +67,7 @@ FORGED_INPUTS = [
 
 
 def _user(prompt: str, query: str, rule: Rule, verdict_format: str = "token") -> str:
-    return str(JUDGE_PROMPTS[prompt].messages(query, rule, verdict_format)[1].content)  # type: ignore[arg-type]
+    return JUDGE_PROMPTS[prompt].messages(query, rule, verdict_format)[1]["content"]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("prompt", sorted(JUDGE_PROMPTS))

@@ -13,7 +13,7 @@ from langchain_tag.extraction.alignment import align
 from langchain_tag.extraction.prompts import SPAN_LABELS
 from langchain_tag.extraction.sections import Section, split_sentences
 from langchain_tag.extraction.span_detection import parse_labels, spans_from_labels
-from langchain_tag.judging.read import parse_verdict
+from langchain_tag.judging.read import read_message
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -36,10 +36,10 @@ def test_parse_json_object_raises_only_parse_error(text: str) -> None:
 @given(st.text())
 def test_parse_verdict_raises_only_parse_error(text: str) -> None:
     try:
-        verdict = parse_verdict(text)
+        verdict = read_message(text)
     except ParseError:
         return
-    assert verdict.applies in (True, False)
+    assert verdict.word in (True, False)
 
 
 @settings(max_examples=200, deadline=None)

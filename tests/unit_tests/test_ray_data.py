@@ -24,10 +24,10 @@ import pytest
 import pytest_socket
 from pydantic import SecretStr
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.errors import MissingExtraError
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.results import MatchResult
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.ray_data import build_judge_processor, chat_request_body, judge_with_ray, read_chat_response

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
-from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.scale.bulk import match_corpus, read_inputs, write_results

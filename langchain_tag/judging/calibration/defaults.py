@@ -30,7 +30,7 @@ __all__ = [
     "resolve_default",
 ]
 
-logger = logging.getLogger("langchain_tag.judging.chat")  # the judges' warnings, under one logger
+logger = logging.getLogger(__name__)
 
 _DATA = json.loads(resources.files("langchain_tag").joinpath("data/calibrations.json").read_text(encoding="utf-8"))
 

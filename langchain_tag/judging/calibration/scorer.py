@@ -40,7 +40,6 @@ policies much better than with the generic :data:`TYPICAL_INPUTS`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -52,7 +51,7 @@ from langchain_tag.judging.calibration.model import (
     fit_calibration,
 )
 from langchain_tag.judging.logodds import logit
-from langchain_tag.judging.results import Judgment, MatchResult
+from langchain_tag.judging.results import Judgment, MatchResult, Reading
 from langchain_tag.rules import Rule
 
 __all__ = ["LabelledFit", "ReferenceBook", "Scored", "Scorer"]
@@ -81,11 +80,11 @@ class ReferenceBook:
         """The rules not yet judged on ``reference``."""
         return [r for r in rules if self.key(reference, r) not in self.log_odds]
 
-    def add(self, reference: str, rules: Sequence[Rule], judgments: Sequence[Judgment]) -> None:
-        """Keep the log-odds of each judgment of ``reference`` that gave a P(YES)."""
-        for rule, judgment in zip(rules, judgments, strict=True):
-            if judgment.p_yes is not None and judgment.error is None:
-                self.log_odds[self.key(reference, rule)] = logit(judgment.p_yes)
+    def add(self, reference: str, rules: Sequence[Rule], readings: Sequence[Reading]) -> None:
+        """Keep the log-odds of each reading of ``reference`` that gave a P(YES)."""
+        for rule, reading in zip(rules, readings, strict=True):
+            if reading.p_yes is not None and reading.error is None:
+                self.log_odds[self.key(reference, rule)] = logit(reading.p_yes)
 
     def mean_and_spread(self, references: Sequence[str], rule: Rule) -> tuple[float | None, float | None]:
         """The rule's mean log-odds over ``references`` and their spread (standard deviation), if judged."""
@@ -128,47 +127,42 @@ class Scorer:
             return None, None
         return self.references.mean_and_spread(self.calibration.reference_inputs, rule)
 
-    def features(self, judged: Sequence[tuple[Rule, Judgment]]) -> list[float]:
+    def features(self, judged: Sequence[tuple[Rule, Reading]]) -> list[float]:
         """What the calibration's global step sees for one input's judged rules.
 
         Each pair's log-odds with the rule's reference step (:meth:`Calibration.feature`), then, with
         ``centre_per_input``, minus the input's median over these rules (:meth:`Calibration.input_centre`).
 
         Args:
-            judged: All of one input's ``(rule, judgment)`` pairs that gave a P(YES) without error.
+            judged: All of one input's ``(rule, reading)`` pairs that gave a P(YES) without error.
         """
         calibration = self.calibration or Calibration()
         row = [calibration.feature(j.p_yes, *self.reference_log_odds(r)) for r, j in judged]  # type: ignore[arg-type]
         centre = calibration.input_centre(row)
         return [x - centre for x in row]
 
-    def decide(self, rules: Sequence[Rule], judgments: Sequence[Judgment]) -> list[Judgment]:
-        """The judgments scored: each a new judgment with its calibrated ``score`` and its ``applies``.
+    def decide(self, rules: Sequence[Rule], readings: Sequence[Reading]) -> list[Judgment]:
+        """Each reading scored: a new :class:`Judgment` with its calibrated ``score`` and its ``applies``.
 
-        A judgment with a P(YES) applies when its score reaches the threshold;
+        A reading with a P(YES) applies when its score reaches the threshold;
         one read from the reply text (no logprobs) applies when it said YES;
         a failed one never applies.
         """
-        scores: dict[int, float | None] = {}
-        judged = [(r, j) for r, j in zip(rules, judgments, strict=True) if j.p_yes is not None and j.error is None]
+        judged = [(r, j) for r, j in zip(rules, readings, strict=True) if j.p_yes is not None and j.error is None]
         if self.calibration is None:
-            scores = {id(j): j.p_yes for _, j in judged}
+            scores = [j.p_yes for _, j in judged]
         else:
-            mapped = self.calibration.map_feature
-            scores = {id(j): mapped(x) for (_, j), x in zip(judged, self.features(judged), strict=True)}
-        scored = []
-        for judgment in judgments:
-            score = scores.get(id(judgment), judgment.score)
-            if judgment.error is not None:
-                applies = False
-            elif score is not None:
-                applies = score >= self.threshold
-            else:
-                applies = judgment.says_yes
-            new = copy.copy(judgment)
-            new.score, new.applies = score, applies
-            scored.append(new)
-        return scored
+            scores = [self.calibration.map_feature(x) for x in self.features(judged)]
+        by_rule = {id(j): score for (_, j), score in zip(judged, scores, strict=True)}
+        return [
+            Judgment.scored(
+                j,
+                rule_id=rule.rule_id,
+                score=(score := by_rule.get(id(j))),
+                applies=j.error is None and (score >= self.threshold if score is not None else bool(j.word)),
+            )
+            for rule, j in zip(rules, readings, strict=True)
+        ]
 
 
 class Scored(Protocol):

@@ -12,7 +12,6 @@ verdict cache, for reading results with no live model.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -22,6 +21,8 @@ from typing import Any, ClassVar
 from typing_extensions import override
 
 from langchain_tag.calls.recorded import RecordedReplies
+from langchain_tag.calls.replies import Completion, read_completion
+from langchain_tag.errors import ParseError
 from langchain_tag.jsonl import JsonLineError, json_lines
 from langchain_tag.scale.batch_api.ids import BatchError, split_custom_id
 from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping, plan_requests
@@ -133,19 +134,6 @@ class ImportSummary:
         return text + (f" ({', '.join(parts)})" if parts else "")
 
 
-@dataclass
-class _Reply:
-    text: str
-    logprobs: Mapping[str, Any] | None
-    prompt_tokens: int
-    completion_tokens: int
-
-    def fingerprint(self) -> bytes:
-        """What tells two replies apart: their text and logprobs (not the line's ids or token counts)."""
-        data = json.dumps([self.text, self.logprobs], sort_keys=True, ensure_ascii=False, default=repr)
-        return hashlib.sha256(data.encode("utf-8")).digest()
-
-
 def _judge_of(retriever_or_judge: Any) -> Any:
     """The pairwise judge of a retriever, or the judge itself."""
     return retriever_or_judge if hasattr(retriever_or_judge, "record") else retriever_or_judge.judge
@@ -246,30 +234,15 @@ def _body_of(data: Mapping[str, Any]) -> Mapping[str, Any] | str:
     return body
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _reply(data: Mapping[str, Any]) -> _Reply | str:
-    """A results line's reply (first choice's text and logprobs, token usage), or why it has none."""
+def _reply(data: Mapping[str, Any]) -> Completion | str:
+    """A results line's reply (:func:`~langchain_tag.calls.replies.read_completion`), or why it has none."""
     body = _body_of(data)
     if isinstance(body, str):
         return body
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        return "the response has no choices"
-    choice = choices[0]
-    message = choice.get("message")
-    content = message.get("content") if isinstance(message, Mapping) else None
-    logprobs = choice.get("logprobs")
-    usage = body.get("usage")
-    usage = usage if isinstance(usage, Mapping) else {}
-    return _Reply(
-        text=content if isinstance(content, str) else "",
-        logprobs=logprobs if isinstance(logprobs, Mapping) else None,
-        prompt_tokens=_count(usage.get("prompt_tokens")),
-        completion_tokens=_count(usage.get("completion_tokens")),
-    )
+    try:
+        return read_completion(body)
+    except ParseError as exc:
+        return str(exc)
 
 
 def _results_lines(paths: Iterable[str | Path]) -> Iterator[tuple[str, dict[str, Any] | str]]:

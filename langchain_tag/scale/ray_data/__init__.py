@@ -14,7 +14,7 @@ never imports this package. The pipeline is Ray Data's own LLM processor
    ``/chat/completions`` endpoint (vLLM, llama.cpp, SGLang, OpenAI), with
    ``concurrency`` Ray actors each sending one batch of ``batch_size`` rows;
 3. **postprocess** (:func:`read_chat_response`): each response is read with
-   :func:`~langchain_tag.judging.pairs.read_reply` into the reply text, its
+   :func:`~langchain_tag.judging.read.read_reply` into the reply text, its
    first-token logprobs, P(YES) and token counts, or a per-request error.
 
 :func:`judge_with_ray` drives a whole job: it collects every request needed
@@ -45,7 +45,7 @@ Example, on one machine against the embedded model::
     from langchain_tag import ApplicabilityRetriever
     from langchain_tag.local import get_chat_model
     from langchain_tag.scale.ray_data import init_local_ray, judge_with_ray
-    from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+    from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 
     judge_llm = get_chat_model(role="judge")
     retriever = ApplicabilityRetriever(llm=judge_llm, rules=rules, cache=SQLiteVerdictCache("verdicts.sqlite"))

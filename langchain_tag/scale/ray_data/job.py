@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from langchain_tag.calls.faults import ReportedFault, client_retries, is_permanent
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, chat_model_of, describe_model, redact_url
 from langchain_tag.calls.recorded import RecordedReplies, prompt_key
-from langchain_tag.calls.verdict_cache import VerdictStore
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.judge import resolve_judge_prompt
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.results import Judgment, MatchResult
+from langchain_tag.judging.verdict_cache import VerdictStore
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.ray_data.processor import build_judge_processor, require_ray
@@ -283,7 +283,7 @@ def _plan(judge: Any, queries: Sequence[str], rules: Sequence[Rule], run: RayJud
                 entry.queries.append(query)
     run.requested = len(wanted)
     store = VerdictStore(judge.cache)
-    pending = [p for key, p in wanted.items() if not store.holds(key)]
+    pending = [p for key, p in wanted.items() if store.lookup(key) is None]
     run.cached = run.requested - len(pending)
     run.sent = len(pending)
     return pending

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_tag.calls.faults import http_error, server_message
+from langchain_tag.calls.replies import read_completion
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.pairs import read_reply
+from langchain_tag.judging.read import read_reply
 
 __all__ = ["OUTPUT_COLUMNS", "TOP_LOGPROBS", "chat_request_body", "read_chat_response"]
 
@@ -65,7 +66,7 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
     Returns:
         ``text`` (the reply), ``logprobs`` (the first choice's logprobs
         object as JSON, ``""`` without), ``p_yes`` (from
-        :func:`~langchain_tag.judging.pairs.read_reply`, ``None`` for a text
+        :func:`~langchain_tag.judging.read.read_reply`, ``None`` for a text
         verdict), ``prompt_tokens``, ``completion_tokens`` and ``error``
         (``""`` when the reply was read).
     """
@@ -84,20 +85,17 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
         row["error"] = http_error(status, server_message(body))
         return row
     try:
-        data = json.loads(body)
-        choice = data["choices"][0]
-        text = choice["message"].get("content") or ""
-        logprobs = choice.get("logprobs")
-        usage = data.get("usage") or {}
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        row["error"] = f"unreadable response: {_preview(body)}"
+        completion = read_completion(json.loads(body))
+    except ValueError as exc:  # not JSON, or no completion in it (a ParseError)
+        reason = f" ({exc})" if isinstance(exc, ParseError) else ""
+        row["error"] = f"unreadable response: {_preview(body)}{reason}"
         return row
-    row["text"] = text
-    row["logprobs"] = json.dumps(logprobs) if logprobs is not None else ""
-    row["prompt_tokens"] = int(usage.get("prompt_tokens") or 0)
-    row["completion_tokens"] = int(usage.get("completion_tokens") or 0)
+    row["text"] = completion.text
+    row["logprobs"] = json.dumps(completion.logprobs) if completion.logprobs is not None else ""
+    row["prompt_tokens"] = completion.prompt_tokens
+    row["completion_tokens"] = completion.completion_tokens
     try:
-        row["p_yes"] = read_reply(text, logprobs).probability
+        row["p_yes"] = read_reply(completion.text, completion.logprobs).p_yes
     except ParseError as exc:
         row["error"] = str(exc)
     return row

@@ -249,7 +249,6 @@ def _hooks() -> list[tuple[Any, str]]:
     return [
         (ChatOpenAI, "_get_request_payload"),
         (ChatOpenAI, "_use_responses_api"),
-        (ChatOpenAI, "_create_chat_result"),
         (base, "_handle_openai_bad_request"),
         (base, "_handle_openai_api_error"),
         (openai._base_client, "make_request_options"),
@@ -257,7 +256,7 @@ def _hooks() -> list[tuple[Any, str]]:
 
 
 @pytest.mark.parametrize("change", [_without, _changed], ids=["missing", "changed"])
-@pytest.mark.parametrize("hook", range(6), ids=[name for _, name in _hooks()])
+@pytest.mark.parametrize("hook", range(5), ids=[name for _, name in _hooks()])
 def test_a_private_hook_missing_or_changed_sends_through_the_runnable(
     hook: int, change: Any, monkeypatch: pytest.MonkeyPatch, rules: list[Rule], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -44,13 +44,13 @@ def _module_state() -> dict[str, int]:
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_a_reply_is_read_once_and_no_module_state_grows(use_async: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     reads: list[str] = []
-    real = read.parse_reply
+    real = read.read_reply
 
     def counted(text: str, *args: Any, **kwargs: Any) -> Any:
         reads.append(text)
         return real(text, *args, **kwargs)
 
-    monkeypatch.setattr(read, "parse_reply", counted)
+    monkeypatch.setattr(read, "read_reply", counted)
     judge = fake_judge({"R1", "R3"}, with_logprobs=True) | RunnableLambda(_copied)
     retriever = ApplicabilityRetriever(llm=judge, rules=_rules(6), calibration=None)
     retriever.invoke("warm-up input")  # imports and one-time set-up happen here

@@ -9,10 +9,10 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.decisions import BaseDecisionModel, Choice, ClassifierResponse, Noul, NoulCriteria, Score
 
-from langchain_tag.calls.verdict_cache import InMemoryVerdictCache
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.decision_model import ChatDecisionModel
 from langchain_tag.judging.results import JudgmentsFailedError
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id

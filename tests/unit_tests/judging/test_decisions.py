@@ -25,11 +25,11 @@ from langchain_core.documents import Document
 from langchain_openai.decisions import OpenAIDecisions  # importing it lets the package recognise OpenAIDecisions
 from pydantic import PrivateAttr
 
-from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
 from langchain_tag.judging import decision_api
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.decisions import DecisionJudge, instructions
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
+from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.bulk import amatch_corpus, match_corpus

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import pytest_socket
 
-from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.batch_api import BatchError, export_openai_batch, import_openai_batch

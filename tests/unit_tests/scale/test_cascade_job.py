@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.calls.verdict_cache import SQLiteVerdictCache
+from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.scale.cascade_job import CascadeTargets, acascade_corpus, cascade_corpus

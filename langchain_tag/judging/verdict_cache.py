@@ -1,11 +1,14 @@
 """Verdict caches: a judgment made once is not paid for again.
 
-A verdict is keyed by what determines it: the judge model, the judge prompt's
-version and reply format, the input text, and the rule exactly as the judge
-sees it (so editing a rule's condition invalidates its verdicts, while editing
-its action, which the applicability judge never sees, does not). The cached
-value keeps P(YES) where the model gave one, so a different threshold applies
-to cached verdicts too.
+A verdict is keyed by what determines it: the version of the reader that read
+it and of the record it is kept as (:data:`~langchain_tag.judging.read.READER_VERSION`),
+the judge model, the judge prompt's version and reply format, the input text,
+and the rule exactly as the judge sees it (so editing a rule's condition
+invalidates its verdicts, while editing its action, which the applicability
+judge never sees, does not; and a verdict an older reader accepted is never
+served by a newer one). The cache keeps the :class:`~langchain_tag.judging.results.Reading`
+as it was read, P(YES) included, so a different threshold applies to cached
+verdicts too.
 
 Two stores: :class:`InMemoryVerdictCache` (the default of
 :class:`~langchain_tag.retrievers.ApplicabilityRetriever`, optionally
@@ -28,17 +31,16 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from langchain_tag.calls.replies import Verdict
-from langchain_tag.calls.runner import Outcome, Request
+from langchain_tag.calls.runner import Request
 from langchain_tag.calls.sqlite_file import SQLiteFile
 from langchain_tag.errors import TagError
+from langchain_tag.judging.read import READER_VERSION
+from langchain_tag.judging.results import Reading
 
 __all__ = [
-    "CachedVerdict",
     "Claims",
     "InMemoryVerdictCache",
     "SQLiteVerdictCache",
@@ -49,41 +51,21 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class CachedVerdict:
-    """A stored judgment.
-
-    Attributes:
-        applies: The verdict as read when it was made.
-        probability: P(YES) from logprobs, if the model gave them (the
-            threshold is applied again on reading).
-        reply: The reply text.
-    """
-
-    applies: bool
-    probability: float | None = None
-    reply: str = ""
-
-    def decision(self, threshold: float) -> bool:
-        """The verdict under ``threshold`` (P(YES) >= threshold when a probability is stored)."""
-        return self.probability >= threshold if self.probability is not None else self.applies
-
-
 @runtime_checkable
 class VerdictCache(Protocol):
     """What the matcher needs from a cache: get and put by key."""
 
-    def get(self, key: str) -> CachedVerdict | None:
-        """The verdict stored under ``key``, or ``None``."""
+    def get(self, key: str) -> Reading | None:
+        """The reading stored under ``key``, or ``None``."""
         ...
 
-    def put(self, key: str, verdict: CachedVerdict) -> None:
-        """Store ``verdict`` under ``key``."""
+    def put(self, key: str, reading: Reading) -> None:
+        """Store ``reading`` under ``key``."""
         ...
 
 
 def verdict_key(*, model: str, prompt_version: str, verdict_format: str, query: str, rule_text: str) -> str:
-    """The cache key of one judgment: a SHA-256 over everything that determines it.
+    """The cache key of one judgment: a SHA-256 over everything that determines it, the reader's version included.
 
     Args:
         model: The judge model's identity (see
@@ -93,7 +75,7 @@ def verdict_key(*, model: str, prompt_version: str, verdict_format: str, query: 
         query: The input text.
         rule_text: The rule as rendered for the judge.
     """
-    payload = json.dumps([model, prompt_version, verdict_format, query, rule_text], ensure_ascii=False)
+    payload = json.dumps([READER_VERSION, model, prompt_version, verdict_format, query, rule_text], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -108,13 +90,13 @@ class InMemoryVerdictCache:
         if max_size is not None and max_size < 1:
             raise ValueError(f"max_size must be >= 1 or None, got {max_size}")
         self.max_size = max_size
-        self._data: OrderedDict[str, CachedVerdict] = OrderedDict()
+        self._data: OrderedDict[str, Reading] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: str) -> CachedVerdict | None:
-        """The verdict stored under ``key``, or ``None``."""
+    def get(self, key: str) -> Reading | None:
+        """The reading stored under ``key``, or ``None``."""
         with self._lock:
             verdict = self._data.get(key)
             if verdict is None:
@@ -124,10 +106,10 @@ class InMemoryVerdictCache:
             self.hits += 1
             return verdict
 
-    def put(self, key: str, verdict: CachedVerdict) -> None:
-        """Store ``verdict`` under ``key``, evicting the least recently used entries beyond ``max_size``."""
+    def put(self, key: str, reading: Reading) -> None:
+        """Store ``reading`` under ``key``, evicting the least recently used entries beyond ``max_size``."""
         with self._lock:
-            self._data[key] = verdict
+            self._data[key] = reading
             self._data.move_to_end(key)
             if self.max_size is not None:
                 while len(self._data) > self.max_size:
@@ -161,7 +143,7 @@ class VerdictCacheError(TagError):
 
 
 _Row = tuple[int, float | None, str, float]
-"""A verdict as stored: applies, probability, reply, created."""
+"""A reading as stored: its word, P(YES), reply, and when it was stored."""
 
 _INSERT = "INSERT OR REPLACE INTO verdicts (key, applies, probability, reply, created) VALUES (?, ?, ?, ?, ?)"
 
@@ -360,8 +342,8 @@ class SQLiteVerdictCache:
         """Transactions that committed verdicts so far."""
         return self._writes.commits
 
-    def get(self, key: str) -> CachedVerdict | None:
-        """The verdict stored under ``key`` (pending or committed, by any process), or ``None``."""
+    def get(self, key: str) -> Reading | None:
+        """The reading stored under ``key`` (pending or committed, by any process), or ``None``."""
         row = self._writes.get(key)
         if row is None:
             row = (
@@ -373,15 +355,15 @@ class SQLiteVerdictCache:
             self.misses += 1
             return None
         self.hits += 1
-        return CachedVerdict(applies=bool(row[0]), probability=row[1], reply=row[2])
+        return Reading(p_yes=row[1], word=bool(row[0]), reply=row[2])
 
-    def put(self, key: str, verdict: CachedVerdict) -> None:
-        """Store ``verdict`` under ``key`` (committed with others: see the class).
+    def put(self, key: str, reading: Reading) -> None:
+        """Store ``reading`` under ``key`` (committed with others: see the class).
 
         Raises:
             VerdictCacheError: When a commit failed (this one's or an earlier background one).
         """
-        self._writes.put(key, (int(verdict.applies), verdict.probability, verdict.reply, time.time()))
+        self._writes.put(key, (int(bool(reading.word)), reading.p_yes, reading.reply, time.time()))
 
     def flush(self) -> None:
         """Commit every pending verdict now.
@@ -514,49 +496,52 @@ class Claims:
             self.cache.release(keys, self.owner)
 
 
-def _usable(p: object) -> bool:
-    return p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1)
+def _usable(reading: Reading | None) -> Reading | None:
+    """A stored reading the runner may serve: a verdict whose P(YES), if stored, is a number within [0, 1]."""
+    p = reading.p_yes if reading is not None else None
+    if reading is None or reading.word is None:
+        return None
+    return reading if p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1) else None
 
 
 class VerdictStore:
     """A verdict cache seen by the call runner (:class:`~langchain_tag.calls.runner.RunnerStore`).
 
-    A cached verdict whose P(YES), if stored, is a number within [0, 1] is a
-    finished outcome; anything else is judged again.
+    A cached reading whose P(YES), if stored, is a number within [0, 1] is a finished one; anything else is
+    judged again.
     """
 
     def __init__(self, cache: VerdictCache) -> None:
         self.cache = cache
-        self.holds_back = callable(getattr(cache, "flush", None))
-        """Whether the cache holds writes back until :meth:`flush` (the runner then flushes after every run)."""
 
-    def holds(self, key: str) -> bool:
-        """Whether ``key`` would be served from the cache (a stored verdict whose P(YES), if any, is usable)."""
-        hit = self.cache.get(key)
-        return hit is not None and _usable(hit.probability)
+    def lookup(self, key: str) -> Reading | None:
+        """The finished reading cached under ``key``, or ``None``."""
+        return _usable(self.cache.get(key))
 
-    def lookup(self, key: str) -> Outcome[Verdict] | None:
-        """The finished outcome cached under ``key`` (``stored=True``), or ``None``."""
-        hit = self.cache.get(key)
-        if hit is None or not _usable(hit.probability):
-            return None
-        return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
+    def get(self, request: Request[Any]) -> Reading | None:
+        """The finished reading cached for ``request``, or ``None``."""
+        return _usable(self.cache.get(request.key)) if request.key is not None else None
 
-    def keep(self, key: str, verdict: Verdict, reply: str) -> None:
-        """Cache ``verdict`` (read from ``reply``) under ``key``.
+    def put(self, request: Request[Any], reading: Reading) -> None:
+        """Cache a reading just received for ``request`` (:meth:`keep`)."""
+        if request.key is not None:
+            self.keep(request.key, reading)
+
+    def keep(self, key: str, reading: Reading) -> None:
+        """Cache ``reading`` under ``key``.
 
         Raises:
             VerdictCacheError: When the cache cannot keep it (naming the cache file).
         """
         try:
-            self.cache.put(key, CachedVerdict(verdict.applies, verdict.probability, reply))
+            self.cache.put(key, reading)
         except VerdictCacheError:
             raise
         except Exception as exc:
             raise VerdictCacheError(self._where(), exc) from exc
 
     def flush(self) -> None:
-        """Commit the verdicts the cache holds back (a :class:`SQLiteVerdictCache`'s pending writes).
+        """Commit the readings the cache holds back (a :class:`SQLiteVerdictCache`'s pending writes).
 
         Raises:
             VerdictCacheError: When they cannot be committed.
@@ -574,15 +559,3 @@ class VerdictStore:
     def _where(self) -> str | Path:
         path = getattr(self.cache, "path", None)
         return path if isinstance(path, str | Path) else type(self.cache).__name__
-
-    def get(self, request: Request[Any]) -> Outcome[Any] | None:
-        """The finished outcome cached for ``request``, or ``None`` (as :meth:`lookup`)."""
-        hit = self.cache.get(request.key) if request.key is not None else None
-        if hit is None or not _usable(hit.probability):
-            return None
-        return Outcome(value=Verdict(hit.applies, hit.probability, "cache"), reply=hit.reply, stored=True)
-
-    def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
-        """Cache a readable outcome just received for ``request``."""
-        if request.key is not None and outcome.value is not None:
-            self.keep(request.key, outcome.value, outcome.reply)

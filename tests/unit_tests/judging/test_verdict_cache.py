@@ -14,15 +14,15 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, model_identity
-from langchain_tag.calls.verdict_cache import (
-    CachedVerdict,
+from langchain_tag.errors import TagError
+from langchain_tag.judging.chat import ChatJudge
+from langchain_tag.judging.results import Reading
+from langchain_tag.judging.verdict_cache import (
     InMemoryVerdictCache,
     SQLiteVerdictCache,
     VerdictCacheError,
     verdict_key,
 )
-from langchain_tag.errors import TagError
-from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
@@ -131,8 +131,8 @@ def test_sqlite_cache_persists_and_is_shared_across_threads(rules: list[Rule], t
         try:
             cache = SQLiteVerdictCache(path)
             for i in range(20):
-                cache.put(f"k{n}-{i}", CachedVerdict(applies=i % 2 == 0, probability=i / 20))
-                assert cache.get(f"k{n}-{i}") == CachedVerdict(applies=i % 2 == 0, probability=i / 20)
+                cache.put(f"k{n}-{i}", Reading(word=i % 2 == 0, p_yes=i / 20))
+                assert cache.get(f"k{n}-{i}") == Reading(word=i % 2 == 0, p_yes=i / 20)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -146,10 +146,10 @@ def test_sqlite_cache_persists_and_is_shared_across_threads(rules: list[Rule], t
 
 def test_in_memory_cache_evicts_least_recently_used() -> None:
     cache = InMemoryVerdictCache(max_size=2)
-    cache.put("a", CachedVerdict(True))
-    cache.put("b", CachedVerdict(False))
-    assert cache.get("a") == CachedVerdict(True)  # a is now the most recent
-    cache.put("c", CachedVerdict(True))
+    cache.put("a", Reading(word=True))
+    cache.put("b", Reading(word=False))
+    assert cache.get("a") == Reading(word=True)  # a is now the most recent
+    cache.put("c", Reading(word=True))
     assert cache.get("b") is None and cache.get("a") is not None and len(cache) == 2
     assert (cache.hits, cache.misses) == (2, 1)
     with pytest.raises(ValueError, match="max_size"):
@@ -188,7 +188,7 @@ def test_a_cached_probability_that_is_not_one_is_judged_again(rules: list[Rule])
     first = ChatJudge(judge, cache=cache)
     keys = [r.key for r in first.requests(QUERY, rules)]
     for key in keys:
-        cache.put(key, CachedVerdict(True, float("nan"), "YES"))  # as an older reader stored it
+        cache.put(key, Reading(word=True, p_yes=float("nan"), reply="YES"))  # as an older reader stored it
     result = first.judge(QUERY, rules)
     assert judge.calls == 5 and result.cache_hits == 0 and [j.rule_id for j in result.matched] == ["R-004"]
 
@@ -218,8 +218,8 @@ def test_sqlite_cache_commits_many_verdicts_per_transaction(tmp_path: Path, monk
     cache = SQLiteVerdictCache(path)  # the defaults: 64 verdicts or 0.2 s a transaction
     opening = len(commits)  # creating the tables
     for i in range(200):
-        cache.put(f"k{i}", CachedVerdict(i % 2 == 0, i / 200, "YES"))
-        assert cache.get(f"k{i}") == CachedVerdict(i % 2 == 0, i / 200, "YES")  # pending puts are read back
+        cache.put(f"k{i}", Reading(word=i % 2 == 0, p_yes=i / 200, reply="YES"))
+        assert cache.get(f"k{i}") == Reading(word=i % 2 == 0, p_yes=i / 200, reply="YES")  # pending puts are read back
     cache.close()  # commits the rest
     # 200 // 64 = 3 full transactions, then the rest (and maybe one or two after 0.2 s)
     assert len(commits) - opening <= 6, f"{len(commits) - opening} commits for 200 puts"
@@ -231,12 +231,12 @@ def test_sqlite_cache_commits_pending_verdicts_after_the_interval_and_at_the_end
 ) -> None:
     path = tmp_path / "verdicts.sqlite"
     cache = SQLiteVerdictCache(path, flush_every=1000, flush_interval=0.05)
-    cache.put("a", CachedVerdict(True, 0.9, "YES"))
+    cache.put("a", Reading(word=True, p_yes=0.9, reply="YES"))
     other = SQLiteVerdictCache(path)  # another process's view: committed rows only
     deadline = time.monotonic() + 5
     while other.get("a") is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert other.get("a") == CachedVerdict(True, 0.9, "YES")
+    assert other.get("a") == Reading(word=True, p_yes=0.9, reply="YES")
     # A judging that returned has its verdicts on disk, whatever the interval.
     slow = SQLiteVerdictCache(path, flush_every=1000, flush_interval=3600)
     ChatJudge(fake_judge({"R-004"}), cache=slow).judge(QUERY, rules)
@@ -267,7 +267,7 @@ class FullDisk(InMemoryVerdictCache):
 
     path = Path("full.sqlite")
 
-    def put(self, key: str, verdict: CachedVerdict) -> None:
+    def put(self, key: str, verdict: Reading) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
 
@@ -276,3 +276,20 @@ def test_a_failing_put_is_raised_not_logged(rules: list[Rule]) -> None:
     with pytest.raises(VerdictCacheError, match=r"full\.sqlite: database or disk is full"):
         ChatJudge(judge, cache=FullDisk()).judge(QUERY, rules)
     assert judge.calls == len(rules)  # the replies of the run came, none was asked twice
+
+
+def test_verdicts_kept_by_another_version_of_the_reader_are_judged_again(
+    rules: list[Rule], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag.judging import verdict_cache
+
+    path = tmp_path / "verdicts.sqlite"
+    monkeypatch.setattr(verdict_cache, "READER_VERSION", "an older reader")
+    older = ApplicabilityRetriever(
+        llm=fake_judge({"R-002"}), rules=rules, calibration=None, cache=SQLiteVerdictCache(path)
+    )
+    assert [d.id for d in older.invoke("q")] == ["R-002"]  # what that version read (wrongly), kept in the file
+    monkeypatch.undo()
+    judge = fake_judge({"R-001"})
+    now = ApplicabilityRetriever(llm=judge, rules=rules, calibration=None, cache=SQLiteVerdictCache(path))
+    assert [d.id for d in now.invoke("q")] == ["R-001"] and judge.calls == len(rules)
