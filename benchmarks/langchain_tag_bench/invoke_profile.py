@@ -2,8 +2,9 @@
 
 One :class:`~langchain_tag.ApplicabilityRetriever` over six rules judges one
 input with the package's fake judge (logprobs on, default settings), once
-to warm up and once under ``sys.setprofile`` (in every thread); every Python function whose file
-lies in the ``langchain_tag`` package is counted.
+to warm up and once on an input the cache has not seen, under ``sys.setprofile`` and
+``threading.setprofile`` (every thread); every Python function whose file lies in the ``langchain_tag``
+package is counted, but for the test fake that answers (``testing.py``), comprehensions and lambdas.
 
 Run: ``python -m langchain_tag_bench.invoke_profile``.
 """
@@ -25,6 +26,8 @@ from langchain_tag.testing import fake_judge
 PACKAGE = Path(langchain_tag.__file__).resolve().parent
 _INLINE = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
 """Code objects that are parts of a function's body (comprehensions, lambdas), not functions of their own."""
+_FAKE = Path("testing.py")
+"""The fake judge's module: what answers, not what the package runs."""
 
 
 def six_rules() -> list[Rule]:
@@ -50,6 +53,8 @@ def profile_invoke(query: str = "def f(x=[]): pass") -> tuple[Counter[tuple[str,
         try:
             relative = path.resolve().relative_to(PACKAGE)
         except ValueError:
+            return
+        if relative == _FAKE:
             return
         name = frame.f_code.co_qualname
         if not name.endswith(_INLINE):

@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import as_completed
-from contextlib import nullcontext
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -161,13 +161,16 @@ class Outcome(Generic[T]):
 
 
 class RunnerStore(Protocol):
-    """Where finished calls are kept: a record by request, and a new readable one put back."""
+    """Where finished calls are kept: a record by its request's key, and a new readable one put back.
 
-    def get(self, request: Request[Any]) -> Any:
-        """The finished record for ``request`` (the runner marks it ``cached``), or ``None``."""
+    A store may hold writes back (``holds_back``) until its ``flush``, which the runner calls after every run.
+    """
+
+    def get(self, key: str) -> Any:
+        """The finished record under ``key`` (the runner marks it ``cached``), or ``None``."""
         ...
 
-    def put(self, request: Request[Any], record: Any) -> None:
+    def put(self, key: str, record: Any) -> None:
         """Keep a readable record just received (its one attempt and tokens)."""
         ...
 
@@ -212,19 +215,28 @@ class ReplyCounter(BaseCallbackHandler):
 
 @dataclass
 class _Run:
-    """What one run hands between its calls and its loop: how it sends, the store's failures, the faults seen."""
+    """What one run hands between its calls and its loop: how it sends, its cap, the store's failures, the faults.
+
+    Attributes:
+        send: Sends one request and returns the reply (in a worker thread).
+        asend: Async twin of ``send``.
+        slot: The place a call holds in the shared gate while it runs (in threads).
+        counters: The reply counters to tell of each reply sent straight through the model's client.
+        failed_put: What the store raised while keeping a reply (the run raises the first when it ends).
+        faults: The exception of each request whose last call raised (its resending waits a backoff).
+    """
 
     send: Callable[[Request[Any]], Any]
     asend: Callable[[Request[Any]], Awaitable[Any]]
+    slot: AbstractContextManager[Any]
     counters: Sequence[ReplyCounter] = ()
     failed_put: list[BaseException] = field(default_factory=list)
     faults: dict[int, BaseException] = field(default_factory=dict)
-    """The exception of each request whose last call raised (its resending waits a backoff)."""
 
 
 @dataclass
 class CallRunner:
-    """Send requests with bounded concurrency and bounded retries, reusing stored outcomes.
+    """Send requests with bounded concurrency and bounded retries, reusing stored records.
 
     Attributes:
         llm: What is called: a chat model or a runnable built from one.
@@ -277,12 +289,12 @@ class CallRunner:
         run = self._run(requests, pending, callbacks)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
             for attempt in range(1, self.max_attempts + 1):
-                if not pending:
-                    break
-                with ContextThreadPoolExecutor(max_workers=min(self.max_concurrency, len(pending))) as pool:
+                with ContextThreadPoolExecutor(max_workers=min(self.max_concurrency, len(pending) or 1)) as pool:
                     futures = {pool.submit(self._call, run, requests[i]): i for i in pending}
                     retry = [futures[f] for f in as_completed(futures) if self._take(run, records, futures[f],
                                                                                      f.result(), bar)]  # fmt: skip
+                if not retry:
+                    break
                 pending, delay = self._next_round(run, retry, attempt)
                 time.sleep(delay)
         self._settle(run)
@@ -293,11 +305,10 @@ class CallRunner:
         records, pending = self._start(requests)
         run = self._run(requests, pending, callbacks)
         cap = asyncio.Semaphore(self.max_concurrency)
+        slot = self.gate.aplace() if self.gate is not None else nullcontext()
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
             for attempt in range(1, self.max_attempts + 1):
-                if not pending:
-                    break
-                tasks = [asyncio.ensure_future(self._acall(run, i, requests[i], cap)) for i in pending]
+                tasks = [asyncio.ensure_future(self._acall(run, i, requests[i], cap, slot)) for i in pending]
                 retry = []
                 try:
                     for done in asyncio.as_completed(tasks):
@@ -307,6 +318,8 @@ class CallRunner:
                 finally:
                     for task in tasks:
                         task.cancel()
+                if not retry:
+                    break
                 pending, delay = self._next_round(run, retry, attempt)
                 await asyncio.sleep(delay)
         self._settle(run)
@@ -317,7 +330,7 @@ class CallRunner:
         records: list[R] = []
         pending: list[int] = []
         for index, request in enumerate(requests):
-            found = self.store.get(request) if self.store is not None and request.key is not None else None
+            found = self.store.get(request.key) if self.store is not None and request.key is not None else None
             if found is None:
                 pending.append(index)
                 records.append(request.blank)
@@ -330,35 +343,39 @@ class CallRunner:
 
         Direct when the model is a plain ``ChatOpenAI`` (:class:`~langchain_tag.calls._direct.DirectChat`), its
         requests plain chat completions, and nothing but reply counters would see a call; the calls are then the
-        same requests through the same client, without LangChain's per-call run machinery.
+        same requests through the same client, without LangChain's per-call run machinery. Through the runnable,
+        each call has a config of its own: the caller's callbacks, and the request's run name, tags and metadata.
         """
+        slot = self.gate.place() if self.gate is not None else nullcontext()
         direct = self.direct
         if direct is not None and pending and direct.sendable(requests[pending[0]].messages):
             counters = direct.counters(callbacks, ReplyCounter)
             if counters is not None:
-                return _Run(lambda r: direct.send(r.messages), lambda r: direct.asend(r.messages), counters)
-
-        def config(request: Request[Any]) -> RunnableConfig:
-            return RunnableConfig(callbacks=callbacks, run_name=request.run_name,  # type: ignore[typeddict-item]
-                                  tags=list(request.tags), metadata=dict(request.metadata))  # fmt: skip
-
-        return _Run(lambda r: self.llm.invoke(r.messages, config(r)), lambda r: self.llm.ainvoke(r.messages, config(r)))
+                return _Run(lambda r: direct.send(r.messages), lambda r: direct.asend(r.messages), slot, counters)
+        llm = self.llm
+        return _Run(
+            lambda r: llm.invoke(r.messages, RunnableConfig(callbacks=callbacks, run_name=r.run_name,  # type: ignore[typeddict-item]
+                                                            tags=list(r.tags), metadata=dict(r.metadata))),
+            lambda r: llm.ainvoke(r.messages, RunnableConfig(callbacks=callbacks, run_name=r.run_name,  # type: ignore[typeddict-item]
+                                                             tags=list(r.tags), metadata=dict(r.metadata))),
+            slot,
+        )  # fmt: skip
 
     def _call(self, run: _Run, request: Request[R]) -> R | BaseException:
         """One call in a worker thread, holding a place of the gate: its reply, read once and kept as it arrives."""
         try:
-            with self.gate.place() if self.gate is not None else nullcontext():
+            with run.slot:
                 reply = run.send(request)
         except Exception as exc:
             return exc
         return self._arrived(run, request, reply)
 
     async def _acall(
-        self, run: _Run, index: int, request: Request[R], cap: asyncio.Semaphore
+        self, run: _Run, index: int, request: Request[R], cap: asyncio.Semaphore, slot: AbstractAsyncContextManager[Any]
     ) -> tuple[int, R | BaseException]:
         """Async twin of :meth:`_call`, with the request's index for the loop that awaits it."""
         try:
-            async with cap, self.gate.aplace() if self.gate is not None else nullcontext():
+            async with cap, slot:
                 reply = await run.asend(request)
         except Exception as exc:
             return index, exc
@@ -372,18 +389,29 @@ class CallRunner:
         """
         for counter in run.counters:
             counter.on_llm_end(LLMResult(generations=[[ChatGeneration(message=reply)]]), run_id=uuid.uuid4())
-        text, prompt, completion = _facts(reply)
         try:
             record = request.parse(reply)
         except ParseError as exc:
             record = replace(request.blank, error=str(exc))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             record = replace(request.blank, error=f"unexpected reply structure: {type(exc).__name__}: {exc}")
-        record = replace(record, reply=record.reply or text, attempts=1, prompt_tokens=prompt,
-                         completion_tokens=completion)  # fmt: skip
+        usage: Any = reply.usage_metadata if isinstance(reply, AIMessage) else getattr(reply, "usage", None)
+        if usage is not None and not isinstance(usage, Mapping):  # a decision model's usage object
+            usage = {
+                "input_tokens": getattr(usage, "input_tokens", 0),
+                "output_tokens": getattr(usage, "output_tokens", 0),
+            }
+        usage = usage or {}
+        record = replace(
+            record,
+            reply=record.reply or (message_text(reply) if isinstance(reply, BaseMessage | str) else ""),
+            attempts=1,
+            prompt_tokens=int(usage.get("input_tokens") or 0),
+            completion_tokens=int(usage.get("output_tokens") or 0),
+        )
         if record.error is None and self.store is not None and request.key is not None:
             try:
-                self.store.put(request, record)
+                self.store.put(request.key, record)
             except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
                 run.failed_put.append(exc)
         return record
@@ -435,17 +463,7 @@ class CallRunner:
         if self.store is None:
             return
         flush = getattr(self.store, "flush", None)
-        if callable(flush):
+        if callable(flush) and (run.failed_put or getattr(self.store, "holds_back", True)):
             flush()
         if run.failed_put:
             raise run.failed_put[0]
-
-
-def _facts(reply: Any) -> tuple[str, int, int]:
-    """A reply's text and its prompt and completion tokens (a chat message's; a decision response has no text)."""
-    text = message_text(reply) if isinstance(reply, BaseMessage | str) else ""
-    usage: Any = reply.usage_metadata if isinstance(reply, AIMessage) else getattr(reply, "usage", None)
-    if usage and not isinstance(usage, Mapping):  # a decision model's usage object
-        usage = {"input_tokens": getattr(usage, "input_tokens", 0), "output_tokens": getattr(usage, "output_tokens", 0)}
-    usage = usage or {}
-    return text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)

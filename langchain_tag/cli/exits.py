@@ -71,7 +71,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
     So a ``kill`` (a job scheduler's, a container's stop) unwinds as Ctrl-C
     does: the partial results file is removed, the verdict cache is closed,
-    and the command says what it kept. Outside the main thread nothing changes.
+    and the command says what it kept. An interrupt that arrived while a task
+    group was starting a task (an HTTP client's, on the job's event loop)
+    comes out of the block as itself, not inside the group's exception.
+    Outside the main thread nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -79,8 +82,23 @@ def sigterm_as_interrupt() -> Iterator[None]:
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         yield
+    except BaseException as exc:
+        interrupt = _interrupt_in(exc)
+        if interrupt is None or interrupt is exc:
+            raise
+        raise interrupt from exc
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt ``exc`` is, or the first one an exception group holds (at any depth)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        if isinstance(inner, BaseException) and (found := _interrupt_in(inner)) is not None:
+            return found
+    return None
 
 
 def stdout_to_devnull() -> None:

@@ -91,14 +91,15 @@ class PhaseUsage:
 class _StoreAdapter:
     """The extraction store seen by the shared runner: a stored reply is parsed again on reading."""
 
-    def __init__(self, runner: PhaseCalls, calls: Sequence[Call[Any]]) -> None:
+    def __init__(self, runner: PhaseCalls, requests: Sequence[Request[Outcome[Any]]]) -> None:
         self._runner = runner
-        self._phase = {id(call): call.phase for call in calls}
+        self._requests = {request.key: request for request in requests if request.key is not None}
 
-    def get(self, request: Request[Any]) -> Outcome[Any] | None:
+    def get(self, key: str) -> Outcome[Any] | None:
         store = self._runner.store
-        stored = store.get(request.key) if store is not None and request.key is not None else None
-        if stored is None:
+        stored = store.get(key) if store is not None else None
+        request = self._requests.get(key)
+        if stored is None or request is None:
             return None
         try:
             outcome: Outcome[Any] = request.parse(AIMessage(stored.text))
@@ -106,11 +107,11 @@ class _StoreAdapter:
             return None
         return replace(outcome, reply=stored.text)
 
-    def put(self, request: Request[Any], outcome: Outcome[Any]) -> None:
+    def put(self, key: str, outcome: Outcome[Any]) -> None:
         store = self._runner.store
-        if store is not None and request.key is not None:
-            phase = int(request.metadata["tag_phase"])
-            store.put(request.key, phase, StoredReply(outcome.reply, outcome.prompt_tokens, outcome.completion_tokens))
+        if store is not None and key in self._requests:
+            phase = int(self._requests[key].metadata["tag_phase"])
+            store.put(key, phase, StoredReply(outcome.reply, outcome.prompt_tokens, outcome.completion_tokens))
 
 
 @dataclass
@@ -156,13 +157,13 @@ class PhaseCalls:
             for call in calls
         ]
 
-    def _shared(self, calls: Sequence[Call[Any]]) -> CallRunner:
+    def _shared(self, requests: Sequence[Request[Outcome[Any]]]) -> CallRunner:
         return CallRunner(
             self.llm,
             max_concurrency=self.max_concurrency,
             max_attempts=self.max_attempts,
             retry_backoff=self.retry_backoff,
-            store=_StoreAdapter(self, calls),
+            store=_StoreAdapter(self, requests),
             show_progress=self.show_progress,
         )
 
@@ -172,12 +173,14 @@ class PhaseCalls:
         Raises:
             ProviderError: When every call made so far in the run raised.
         """
-        outcomes = self._shared(calls).run(self._requests(calls), callbacks=self.callbacks, desc=desc)
+        requests = self._requests(calls)
+        outcomes = self._shared(requests).run(requests, callbacks=self.callbacks, desc=desc)
         return self._finish(calls, outcomes)
 
     async def arun(self, calls: Sequence[Call[T]], desc: str = "extracting") -> list[T | None]:
         """Async twin of :meth:`run`."""
-        outcomes = await self._shared(calls).arun(self._requests(calls), callbacks=self.callbacks, desc=desc)
+        requests = self._requests(calls)
+        outcomes = await self._shared(requests).arun(requests, callbacks=self.callbacks, desc=desc)
         return self._finish(calls, outcomes)
 
     def _finish(self, calls: Sequence[Call[T]], outcomes: Sequence[Outcome[T]]) -> list[T | None]:

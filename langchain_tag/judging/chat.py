@@ -165,25 +165,33 @@ class ChatJudge(Judge):
         if reading.error is not None:
             return reading
         if self.cache is not None:
-            VerdictStore(self.cache).keep(request.key, reading)
+            VerdictStore(self.cache).put(request.key, reading)
         return reading
 
     def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
         requests, sent = self._plan_requests(batches)
-        readings = self.runner.run(list(sent.values()), callbacks=callbacks)
-        return _per_batch(requests, dict(zip(sent, readings, strict=True)))
+        readings = dict(zip(sent, self.runner.run(list(sent.values()), callbacks=callbacks), strict=True))
+        found = [[readings[r.key] for r in part] for part in requests]
+        return [combine_halves(*pair) for pair in zip(requests, found, strict=True)] if self.prompt.negation else found
 
     async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
         requests, sent = self._plan_requests(batches)
-        readings = await self.runner.arun(list(sent.values()), callbacks=callbacks)
-        return _per_batch(requests, dict(zip(sent, readings, strict=True)))
+        readings = dict(zip(sent, await self.runner.arun(list(sent.values()), callbacks=callbacks), strict=True))
+        found = [[readings[r.key] for r in part] for part in requests]
+        return [combine_halves(*pair) for pair in zip(requests, found, strict=True)] if self.prompt.negation else found
 
     def _plan_requests(self, batches: Sequence[Batch]) -> tuple[list[list[PairRequest]], dict[str, Request[Reading]]]:
         """Each batch's pair requests, and the runner's requests by key.
 
         A repeat (a reference input equal to the query) is sent once.
         """
-        requests = [self.requests(text, rules) for text, rules in batches]
+        prompt, model, fmt = self.prompt, self.model_identity, self.verdict_format
+        requests = [
+            render_questions(prompt, text, rules, model=model)
+            if self.questions
+            else render_pairs(prompt, text, rules, model=model, verdict_format=fmt)
+            for text, rules in batches
+        ]
         cached = self.cache is not None
         sent = {
             pair.key: Request(
@@ -199,11 +207,6 @@ class ChatJudge(Judge):
             for pair in part
         }
         return requests, sent
-
-
-def _per_batch(requests: Sequence[list[PairRequest]], readings: Mapping[str, Reading]) -> list[list[Reading]]:
-    """Each batch's readings, one per rule (a contrast prompt's two halves combined)."""
-    return [combine_halves(part, [readings[r.key] for r in part]) for part in requests]
 
 
 def chat_judge(judge: Any, engine: str, error: type[Exception] = ValueError) -> ChatJudge:

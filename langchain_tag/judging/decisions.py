@@ -112,7 +112,7 @@ class DecisionJudge(Judge):
         """The query's pair requests, the decision requests for the pairs the cache lacks, and their cached ones."""
         pairs = self.requests(query, rules)
         store = VerdictStore(self.cache) if self.cache is not None else None
-        cached = {p.key: found for p in pairs if store is not None and (found := store.lookup(p.key)) is not None}
+        cached = {p.key: found for p in pairs if store is not None and (found := store.get(p.key)) is not None}
         texts = {
             p.key: instructions(self.prompt.negation or self.prompt if p.negated else self.prompt, r)
             for p, r in _with_rules(pairs, rules)
@@ -189,7 +189,7 @@ def _reader(chunk: Sequence[PairRequest], store: VerdictStore | None) -> Callabl
             raise ParseError(f"the decision model answered none of: {', '.join(_name(p) for p in chunk[:10])}")
         if store is not None:
             for key, reading in readings.items():
-                store.keep(key, reading)
+                store.put(key, reading)
         return Outcome(value=readings)
 
     return read

@@ -254,7 +254,7 @@ class Judge(ABC):
         """The scorer, and what to judge: the query first, then the reference judgments it needs."""
         if self.context_tokens is not None:
             check_context(self.prompt, self.verdict_format, query, rules, self.context_tokens)
-        scorer = self.scorer
+        scorer = self._scorer or self.scorer
         if scorer.calibration is None or not scorer.calibration.reference_inputs:
             return scorer, [(query, rules)]
         return scorer, [(query, rules), *scorer.needed_references(rules)]
@@ -288,9 +288,10 @@ class Judge(ABC):
         (query, rules), readings = batches[0], raw[0]
         for (reference, missing), found in zip(batches[1:], raw[1:], strict=True):
             scorer.references.add(reference, missing, found)
-        _note_missing_logprobs(self.llm, readings, self.state.warned)
+        if all(r.p_yes is None for r in readings):
+            _note_missing_logprobs(self.llm, readings, self.state.warned)
         result = MatchResult(query=query, predicate=self.prompt.name, judgments=scorer.decide(rules, readings))
-        return self._settle(result)
+        return self._settle(result) if result.failed else result
 
     def _settle(self, result: MatchResult) -> MatchResult:
         """Return the result, logging its failures; raise when the provider answered nothing, or with ``strict``."""

@@ -52,10 +52,11 @@ def read_message(message: BaseMessage | str) -> Reading:
     Raises:
         ParseError: As :func:`read_reply`.
     """
-    logprobs = None
-    if isinstance(message, AIMessage) and message.response_metadata:
-        logprobs = message.response_metadata.get("logprobs")
-    return read_reply(message_text(message), logprobs)
+    if isinstance(message, str):
+        return read_reply(message)
+    logprobs = message.response_metadata.get("logprobs") if isinstance(message, AIMessage) else None
+    content = message.content
+    return read_reply(content if isinstance(content, str) else message_text(message), logprobs)
 
 
 def read_reply(text: str, logprobs: Any = None) -> Reading:

@@ -62,12 +62,6 @@ class Judgment(Reading):
     score: float | None = None
     applies: bool = False
 
-    @classmethod
-    def scored(cls, reading: Reading, *, rule_id: str, score: float | None, applies: bool) -> Judgment:
-        """``reading`` with the scorer's decision: a new object."""
-        fields = {name: getattr(reading, name) for name in Reading.__slots__}
-        return cls(**fields, rule_id=rule_id, score=score, applies=applies)
-
 
 def contrast(statement: Reading, negation: Reading) -> Reading:
     """One pair's reading from its two halves: the condition asked, and its negation asked.

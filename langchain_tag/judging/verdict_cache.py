@@ -32,9 +32,8 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from langchain_tag.calls.runner import Request
 from langchain_tag.calls.sqlite_file import SQLiteFile
 from langchain_tag.errors import TagError
 from langchain_tag.judging.read import READER_VERSION
@@ -496,38 +495,27 @@ class Claims:
             self.cache.release(keys, self.owner)
 
 
-def _usable(reading: Reading | None) -> Reading | None:
-    """A stored reading the runner may serve: a verdict whose P(YES), if stored, is a number within [0, 1]."""
-    p = reading.p_yes if reading is not None else None
-    if reading is None or reading.word is None:
-        return None
-    return reading if p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1) else None
-
-
 class VerdictStore:
     """A verdict cache seen by the call runner (:class:`~langchain_tag.calls.runner.RunnerStore`).
 
-    A cached reading whose P(YES), if stored, is a number within [0, 1] is a finished one; anything else is
-    judged again.
+    A cached reading with a word, whose P(YES), if stored, is a number within [0, 1], is a finished one;
+    anything else is judged again. A cache that cannot keep a reading raises :class:`VerdictCacheError`
+    naming its file.
     """
 
     def __init__(self, cache: VerdictCache) -> None:
         self.cache = cache
+        self.holds_back = callable(getattr(cache, "flush", None))
+        """Whether the cache holds writes back until :meth:`flush` (the runner then flushes after every run)."""
 
-    def lookup(self, key: str) -> Reading | None:
+    def get(self, key: str) -> Reading | None:
         """The finished reading cached under ``key``, or ``None``."""
-        return _usable(self.cache.get(key))
+        found = self.cache.get(key)
+        p = found.p_yes if found is not None else None
+        usable = p is None or (isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1)
+        return found if found is not None and found.word is not None and usable else None
 
-    def get(self, request: Request[Any]) -> Reading | None:
-        """The finished reading cached for ``request``, or ``None``."""
-        return _usable(self.cache.get(request.key)) if request.key is not None else None
-
-    def put(self, request: Request[Any], reading: Reading) -> None:
-        """Cache a reading just received for ``request`` (:meth:`keep`)."""
-        if request.key is not None:
-            self.keep(request.key, reading)
-
-    def keep(self, key: str, reading: Reading) -> None:
+    def put(self, key: str, reading: Reading) -> None:
         """Cache ``reading`` under ``key``.
 
         Raises:

@@ -356,7 +356,7 @@ def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[R
             counts[item.id] = 0
             continue
         requests = judge.requests(item.text, rules)
-        counts[item.id] = len(requests) if store is None else sum(store.lookup(r.key) is None for r in requests)
+        counts[item.id] = len(requests) if store is None else sum(store.get(r.key) is None for r in requests)
     return counts
 
 

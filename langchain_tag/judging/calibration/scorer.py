@@ -41,7 +41,7 @@ policies much better than with the generic :data:`TYPICAL_INPUTS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Protocol
 
 from langchain_tag.judging.calibration.model import (
@@ -55,6 +55,9 @@ from langchain_tag.judging.results import Judgment, MatchResult, Reading
 from langchain_tag.rules import Rule
 
 __all__ = ["LabelledFit", "ReferenceBook", "Scored", "Scorer"]
+
+_READING_FIELDS = tuple(f.name for f in fields(Reading))
+"""What a judgment keeps of its reading."""
 
 # --------------------------------------------------------------------------
 # The scorer: the one place a judgment's score and decision are made.
@@ -155,8 +158,8 @@ class Scorer:
             scores = [self.calibration.map_feature(x) for x in self.features(judged)]
         by_rule = {id(j): score for (_, j), score in zip(judged, scores, strict=True)}
         return [
-            Judgment.scored(
-                j,
+            Judgment(
+                **{name: getattr(j, name) for name in _READING_FIELDS},
                 rule_id=rule.rule_id,
                 score=(score := by_rule.get(id(j))),
                 applies=j.error is None and (score >= self.threshold if score is not None else bool(j.word)),

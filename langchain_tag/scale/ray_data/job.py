@@ -283,7 +283,7 @@ def _plan(judge: Any, queries: Sequence[str], rules: Sequence[Rule], run: RayJud
                 entry.queries.append(query)
     run.requested = len(wanted)
     store = VerdictStore(judge.cache)
-    pending = [p for key, p in wanted.items() if store.lookup(key) is None]
+    pending = [p for key, p in wanted.items() if store.get(key) is None]
     run.cached = run.requested - len(pending)
     run.sent = len(pending)
     return pending
