@@ -75,7 +75,9 @@ def _env_executor(settings: RunSettings) -> BaseChatModel:
 def _env_judge(settings: RunSettings) -> Any:
     from langchain_tag.local.models import get_chat_model
 
-    return get_chat_model(_judge_config(settings), role="judge")
+    # Its one-token verdicts are read from the reply's logprobs: never a streamed request, even when a
+    # served run streams messages (the ``nostream`` tag keeps tokens out of the stream, not the request).
+    return get_chat_model(_judge_config(settings), role="judge", disable_streaming=True)
 
 
 def _env_embeddings() -> Embeddings:
