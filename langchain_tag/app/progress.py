@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import Any, Literal
@@ -45,9 +46,12 @@ def _says_yes(response: LLMResult) -> bool:
 class JudgingProgress(ReplyCounter):
     """Counts a stage's judge replies as they arrive and writes each count to a stream writer.
 
+    Replies may arrive on threads the judge's client made, outside the node's context; LangGraph's writer reads
+    the run's configuration from that context, so every event is written in a copy of the context the
+    counter was made in (one at a time: a context is entered by one thread at once).
+
     Args:
-        write: The stream writer (``langgraph.config.get_stream_writer()``), taken in the node, since replies
-            may arrive on other threads.
+        write: The stream writer (``langgraph.config.get_stream_writer()``), taken in the node.
         stage: ``"match"`` (the rules judged against the input) or ``"check"`` (against the revision).
         total: The rules to judge.
         round: The execute round the stage follows (a check), else 0.
@@ -55,6 +59,7 @@ class JudgingProgress(ReplyCounter):
 
     def __init__(self, write: Callable[[Any], None], *, stage: Stage, total: int, round: int = 0) -> None:
         self._write = write
+        self._context = contextvars.copy_context()
         self._lock = threading.Lock()
         self.stage = stage
         self.total = total
@@ -73,9 +78,13 @@ class JudgingProgress(ReplyCounter):
             "done": done,
         }
 
+    def _emit(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._context.run(self._write, event)
+
     def start(self) -> None:
         """Write the stage's first event: nothing judged yet."""
-        self._write(self._event(0, 0, False))
+        self._emit(self._event(0, 0, False))
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         """Count one reply (a retry of a pair counts once: the count stops at the total)."""
@@ -85,10 +94,10 @@ class JudgingProgress(ReplyCounter):
             self.judged += 1
             self.yes += int(_says_yes(response))
             event = self._event(self.judged, self.yes, False)
-        self._write(event)
+        self._emit(event)
 
     def finish(self, *, matched: int) -> None:
         """Write the stage's last event: every rule judged, ``matched`` of them matched after calibration."""
         with self._lock:
             self.judged = self.total
-        self._write(self._event(self.total, matched, True))
+        self._emit(self._event(self.total, matched, True))

@@ -218,6 +218,19 @@ async def test_a_bad_setting_fails_the_run_not_the_server(
     assert given_ids(again["output"]) == ["R-001", "R-002", "R-003", "R-004", "R-005"]
 
 
+def test_the_readme_sdk_example_runs_against_the_served_graph(served: tuple[str, FakeEndpoint, Path]) -> None:
+    env = {**os.environ, "LANGGRAPH_URL": served[0], "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE / "drive.py")], capture_output=True, text=True, timeout=RUN_SECONDS, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    # The shipped demo rules, none flagged by the example's code: judged one by one (the judge's calls go
+    # straight through its client here, no observer asking for messages), none matched, none given.
+    assert [line for line in lines if line.startswith("match: ")][-1] == "match: 10/10 judged, 0 matched"
+    assert "matched: []" in lines and "executor got: [] in 1 round(s)" in lines
+
+
 def test_the_server_never_tried_to_leave_the_machine(served: tuple[str, FakeEndpoint, Path]) -> None:
     refused = served[2]
     assert not refused.exists() or refused.read_text() == ""
