@@ -29,6 +29,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManager
 from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
@@ -133,9 +134,12 @@ class _App:
         return RunSettings.from_dict(state.get("settings") or {}), {rule.rule_id: rule for rule in rules}
 
     def _judge(self, settings: RunSettings, rules: Sequence[Rule], cache: Any) -> ApplicabilityRetriever:
-        return ApplicabilityRetriever(
-            llm=self.models.judge(settings), rules=list(rules), threshold=settings.threshold, cache=cache
-        )
+        llm = self.models.judge(settings)
+        if isinstance(llm, BaseChatModel) and not llm.disable_streaming:
+            # A one-token verdict read from the reply's logprobs: never a streamed request, even in a run that
+            # streams messages (the judge's ``nostream`` tag keeps its tokens out of the stream, not the request).
+            llm = llm.model_copy(update={"disable_streaming": True})
+        return ApplicabilityRetriever(llm=llm, rules=list(rules), threshold=settings.threshold, cache=cache)
 
     def _judged(
         self, query: str, retriever: ApplicabilityRetriever, progress: JudgingProgress, config: RunnableConfig

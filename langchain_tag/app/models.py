@@ -63,6 +63,8 @@ def _judge_config(settings: RunSettings) -> Any:
     if settings.judge_base_url is not None:
         overrides["provider"] = "openai"
         overrides["base_url"] = settings.judge_base_url
+        if settings.judge_base_url.rstrip("/") != (ModelConfig.from_env().base_url or "").rstrip("/"):
+            overrides["api_key"] = "not-needed"  # the environment's key goes to the environment's endpoint only
     return ModelConfig.from_env(**overrides)
 
 
@@ -75,9 +77,7 @@ def _env_executor(settings: RunSettings) -> BaseChatModel:
 def _env_judge(settings: RunSettings) -> Any:
     from langchain_tag.local.models import get_chat_model
 
-    # Its one-token verdicts are read from the reply's logprobs: never a streamed request, even when a
-    # served run streams messages (the ``nostream`` tag keeps tokens out of the stream, not the request).
-    return get_chat_model(_judge_config(settings), role="judge", disable_streaming=True)
+    return get_chat_model(_judge_config(settings), role="judge")
 
 
 def _env_embeddings() -> Embeddings:
@@ -109,7 +109,9 @@ def env_models() -> AppModels:
 
     The executor is ``get_chat_model(role="executor")``; the judge ``get_chat_model(role="judge")`` with the
     run's ``judge_model`` (a model name at the endpoint, or ``local[:size]``) and ``judge_base_url`` over
-    the environment; the verdicts are kept in the CLI's SQLite cache; the ``demo`` rule set is the shipped one.
+    the environment (``LANGCHAIN_TAG_API_KEY`` is sent to the environment's endpoint only: a run's other
+    endpoint gets no key); the verdicts are kept in the CLI's SQLite cache; the ``demo`` rule set is the
+    shipped one.
     """
     return AppModels(
         executor=_env_executor,
