@@ -147,9 +147,10 @@ class _App:
         progress.start()
         callbacks = CallbackManager.configure(config.get("callbacks"), [progress])  # the node's, and the counter
         result = retriever.match(query, callbacks=callbacks)
-        if result.failed:
-            logger.warning("%d judgment(s) failed and count as NO: %s", len(result.failed), result.failed)
-        progress.finish(matched=len(result.matched))
+        failed = [j.rule_id for j in result.failed]
+        if failed:
+            logger.warning("%d judgment(s) failed and count as NO: rules %s", len(failed), ", ".join(failed))
+        progress.finish(matched=len(result.matched), failed=failed)
         return result
 
     # -- nodes

@@ -4,7 +4,8 @@ While the judge works through a run's rules, the graph writes ``{"event": "tag_p
 before the first reply, one per reply as it arrives, and a last one when the stage is done. Each says how many
 rules of the total were judged and how many matched so far: the replies that said YES until the last event,
 which gives the calibrated count (the threshold applies to the calibrated score, known only once all
-judgments are in). Verdicts from the verdict cache make no call; the last event counts them.
+judgments are in) and names the rules whose judgment failed (counted as NO). Verdicts from the verdict
+cache make no call; the last event counts them.
 
 The judge's own tokens never stream: its runs are tagged ``nostream``.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
@@ -96,8 +97,13 @@ class JudgingProgress(ReplyCounter):
             event = self._event(self.judged, self.yes, False)
         self._emit(event)
 
-    def finish(self, *, matched: int) -> None:
-        """Write the stage's last event: every rule judged, ``matched`` of them matched after calibration."""
+    def finish(self, *, matched: int, failed: Sequence[str] = ()) -> None:
+        """Write the stage's last event: every rule judged, ``matched`` of them matched after calibration.
+
+        Args:
+            matched: How many rules matched.
+            failed: The rules whose judgment failed (counted as NO), named in the event's ``failed``.
+        """
         with self._lock:
             self.judged = self.total
-        self._emit(self._event(self.total, matched, True))
+        self._emit({**self._event(self.total, matched, True), "failed": list(failed)})

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from langchain_tag.app import (
 )
 from langchain_tag.errors import RuleFileError
 from langchain_tag.rules import Rule, save_rules
-from tests.helpers.app_fakes import STUBBORN, fake_models, given_ids
+from langchain_tag.testing import FakeChatModel, HashingEmbeddings, judged_rule_id
+from tests.helpers.app_fakes import STUBBORN, fake_models, given_ids, judge_reply
 
 ROOT = Path(__file__).resolve().parents[3]
 CODE = "def f(x=[]):  flag:R-004\n\ttry: pass  flag:R-003\nexcept: pass  flag:R-005"
@@ -69,6 +71,27 @@ def test_the_mode_is_a_per_run_setting(rules: list[Rule], mode: str, given: list
         {"input": CODE, "rules": _rules(rules)}, context={"mode": mode, "check_rounds": 0}
     )
     assert out["mode"] == mode and given_ids(out["output"]) == given
+
+
+def test_the_similarity_mode_gives_the_rules_most_like_the_input(rules: list[Rule]) -> None:
+    models = replace(fake_models(), embeddings=HashingEmbeddings)
+    out = build_app_graph(models).invoke(
+        {"input": "a function has a list as a default argument value", "rules": _rules(rules)},
+        context={"mode": "similarity", "k": 1},
+    )
+    assert given_ids(out["output"]) == ["R-004"] and out["rounds"] == 1 and out["findings"] == []  # no check
+    with pytest.raises(ValueError, match="similarity mode needs embeddings"):
+        build_app_graph(fake_models()).invoke({"input": CODE, "rules": _rules(rules)}, context={"mode": "similarity"})
+
+
+def test_failed_judgments_are_named_in_the_last_progress_event(rules: list[Rule]) -> None:
+    def judge(prompt: str) -> Any:
+        return RuntimeError("HTTP 500") if judged_rule_id(prompt) == "R-002" else judge_reply(prompt)
+
+    models = replace(fake_models(), judge=lambda settings: FakeChatModel(respond=judge, with_logprobs=True))
+    events = list(build_app_graph(models).stream({"input": CODE, "rules": _rules(rules)}, stream_mode="custom"))
+    last = [e for e in events if e["stage"] == "match"][-1]
+    assert last["failed"] == ["R-002"] and last["matched"] == 3
 
 
 def test_the_threshold_is_a_per_run_setting(rules: list[Rule]) -> None:
