@@ -148,8 +148,9 @@ async def test_a_served_run_streams_values_updates_and_progress_and_returns_the_
     client: Any, served: tuple[str, FakeEndpoint, Path], rules: list[Rule]
 ) -> None:
     thread = await client.threads.create()
+    text = CODE + "\n# an input no other test judges: none of its verdicts is in the cache"
     stream = client.runs.stream(
-        thread["thread_id"], "tag", input={"input": CODE, "rules": _rules(rules)}, context={"check_rounds": 1},
+        thread["thread_id"], "tag", input={"input": text, "rules": _rules(rules)}, context={"check_rounds": 1},
         stream_mode=["values", "updates", "custom", "messages-tuple"],
     )  # fmt: skip
     parts = await _parts(stream)
