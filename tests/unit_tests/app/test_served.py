@@ -205,6 +205,16 @@ async def test_a_served_review_interrupts_and_the_executor_gets_exactly_the_edit
         assert (rule.action in prompt) == (rule_id in {"R-003", "R-002"})
 
 
+async def test_the_server_gives_studio_the_readable_schemas(client: Any) -> None:
+    (assistant,) = await client.assistants.search(graph_id="tag")
+    schemas = await client.assistants.get_schemas(assistant["assistant_id"])
+    assert set(schemas["input_schema"]["properties"]) == {"input", "rules"}
+    assert set(schemas["output_schema"]["properties"]) == {"output", "matched", "findings", "rounds", "mode", "review"}
+    context = schemas["context_schema"]["properties"]
+    assert {"judge_model", "threshold", "rules_file", "rule_set", "mode", "check_rounds", "review"} <= set(context)
+    assert all(field.get("description") for field in context.values())
+
+
 async def test_a_bad_setting_fails_the_run_not_the_server(
     client: Any, served: tuple[str, FakeEndpoint, Path], rules: list[Rule]
 ) -> None:
