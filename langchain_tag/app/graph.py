@@ -185,6 +185,7 @@ class _App:
         else:
             proposed, unit_kind = [], "none" if settings.mode == "none" else "rules"
         return {
+            "rules": None,  # this run's: cleared once read, so a later run on the thread takes its own
             "settings": settings.as_dict(),
             "rule_list": [rule.model_dump(mode="json") for rule in rules],
             "mode": settings.mode,

@@ -116,6 +116,16 @@ def test_rules_come_from_a_rule_file_or_a_named_set(rules: list[Rule], tmp_path:
         graph.invoke({"input": CODE}, context={"rules_file": str(path)})
 
 
+def test_a_later_run_on_a_thread_takes_its_own_rules(rules: list[Rule], tmp_path: Path) -> None:
+    graph = build_app_graph(fake_models(), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    first = graph.invoke({"input": CODE, "rules": _rules(rules[3:])}, config, context={"check_rounds": 0})
+    assert _ids(first["matched"]) == ["R-004", "R-005"]
+    path = save_rules(rules[:3], tmp_path / "rules.jsonl")
+    later = graph.invoke({"input": CODE}, config, context={"rules_file": str(path), "check_rounds": 0})
+    assert _ids(later["matched"]) == ["R-003"] and later["review"] is None
+
+
 @pytest.mark.parametrize(
     ("context", "message"),
     [
