@@ -32,6 +32,9 @@ with the applicability question too. Without ``check_all_rules`` only rule
 units are checked, so ``similarity`` over source chunks and ``none`` check
 nothing. ``checked`` in the state says which rules the check judged (empty: no
 check ran).
+
+To serve the pipeline (``langgraph dev``, LangGraph Platform) with per-run settings, a review interrupt and
+progress events, see :mod:`langchain_tag.app`.
 """
 
 from __future__ import annotations

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,55 +18,35 @@ import pytest
 
 from langchain_tag.rules import save_rules
 from langchain_tag.testing import judged_rule_id
+from tests.helpers.chat_endpoint import ChatEndpoint
 from tests.unit_tests.scale.test_cascade_job import corpus, kept_recall
 
 pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 
-class Endpoint:
-    """``POST /v1/chat/completions`` answering YES (P 0.9) for the rules the prompt's ``docN`` triggers."""
+def _answer(applies: dict[int, set[str]]) -> Any:
+    """A chat completion saying YES (P 0.9) for the rules the prompt's ``docN`` triggers, else NO (P 0.1)."""
 
-    def __init__(self, applies: dict[int, set[str]]) -> None:
-        self.requests = 0
-        endpoint = self
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        prompt = "\n\n".join(m["content"] for m in body["messages"])
+        found = re.search(r"# doc(\d+)", prompt)
+        yes = found is not None and judged_rule_id(prompt) in applies[int(found.group(1))]
+        word, p = ("YES", 0.9) if yes else ("NO", 0.1)
+        top = [{"token": "YES", "logprob": math.log(p)}, {"token": "NO", "logprob": math.log(1 - p)}]
+        logprobs = {"content": [{"token": word, "logprob": math.log(max(p, 1 - p)), "top_logprobs": top}]}
+        choice = {"index": 0, "message": {"role": "assistant", "content": word}, "logprobs": logprobs}
+        reply = {"id": "x", "object": "chat.completion", "model": "judge", "choices": [choice]}
+        return reply | {"usage": {"prompt_tokens": 1, "completion_tokens": 1}}
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = "\n\n".join(m["content"] for m in body["messages"])
-                found = re.search(r"# doc(\d+)", prompt)
-                yes = found is not None and judged_rule_id(prompt) in applies[int(found.group(1))]
-                word, p = ("YES", 0.9) if yes else ("NO", 0.1)
-                top = [{"token": "YES", "logprob": math.log(p)}, {"token": "NO", "logprob": math.log(1 - p)}]
-                logprobs = {"content": [{"token": word, "logprob": math.log(max(p, 1 - p)), "top_logprobs": top}]}
-                choice = {"index": 0, "message": {"role": "assistant", "content": word}, "logprobs": logprobs}
-                reply = {"id": "x", "object": "chat.completion", "model": "judge", "choices": [choice]}
-                data = json.dumps(reply | {"usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-                endpoint.requests += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    return reply
 
 
 @pytest.fixture
 def corpus_endpoint() -> Iterator[tuple[Any, ...]]:
     items, rules, applies = corpus(inputs=60)
-    endpoint = Endpoint(applies)
+    endpoint = ChatEndpoint(_answer(applies))
     yield items, rules, applies, endpoint
-    endpoint.server.shutdown()
-    endpoint.server.server_close()
+    endpoint.close()
 
 
 def test_cli_cascade_keeps_the_target_recall_of_an_endpoints_yes_with_the_packaged_minilm(

@@ -1,7 +1,7 @@
 """The core sits at the bottom: it imports nothing of the local runtime, the CLI or the benchmark.
 
 Core modules are everything in ``langchain_tag`` except the parts beside it
-(``local``, ``cli``, ``demo``) and the modules that wrap an extra
+(``local``, ``cli``, ``app``: the served graph, whose default models are the local runtime's, ``demo``) and the modules that wrap an extra
 (``similarity``: chroma; ``loaders``: langchain-community), which the core
 may import only lazily, inside the function that needs them.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import langchain_tag
 
 PACKAGE = Path(langchain_tag.__file__).parent
-BESIDE = ("langchain_tag.local", "langchain_tag.cli")
+BESIDE = ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.app")
 EXTRA_WRAPPERS = ("langchain_tag.integrations", "langchain_tag.scale.ray_data", "langchain_tag.calls._direct")
 FORBIDDEN_FOR_CORE = (*BESIDE, "langchain_tag_bench")
 HEAVY = (
@@ -200,7 +200,7 @@ LAYERS = (
         "langchain_tag.integrations",
     ),
     ("langchain_tag.scale", "langchain_tag.testing"),
-    ("langchain_tag.local", "langchain_tag.cli"),
+    ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.app"),
 )
 """The package's folders and top modules from the bottom up: a module imports nothing of a layer above its own."""
 

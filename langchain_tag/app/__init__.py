@@ -1,0 +1,61 @@
+"""The TAG graph as a LangGraph application: served by ``langgraph dev``, configured per run, reviewed by a person.
+
+``langgraph.json`` names :func:`make_graph` (``"langchain_tag.app:make_graph"``); LangGraph calls it with the
+run's configuration and serves the graph it returns. Per-run settings are the run's context
+(:class:`~langchain_tag.app.context.TagContext`); the models come from the package's ``LANGCHAIN_TAG_*``
+environment variables (the embedded model by default). In Python, :func:`build_app_graph` takes models of
+your own; :func:`~langchain_tag.graph.build_tag_graph` stays the pipeline's Python entry point.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+
+from langchain_tag.app.context import ContextError, RunSettings, TagContext, settings_from_context
+from langchain_tag.app.graph import BELOW_THE_LINE, InputError, build_app_graph
+from langchain_tag.app.models import AppModels, env_models
+from langchain_tag.app.progress import PROGRESS_EVENT, JudgingProgress
+from langchain_tag.app.review import REVIEW_KIND, ReviewError, apply_decision
+from langchain_tag.app.schemas import ReviewRecord, ReviewRequest, RuleRef, TagInput, TagOutput
+
+__all__ = [
+    "BELOW_THE_LINE",
+    "PROGRESS_EVENT",
+    "REVIEW_KIND",
+    "AppModels",
+    "ContextError",
+    "InputError",
+    "JudgingProgress",
+    "ReviewError",
+    "ReviewRecord",
+    "ReviewRequest",
+    "RuleRef",
+    "RunSettings",
+    "TagContext",
+    "TagInput",
+    "TagOutput",
+    "apply_decision",
+    "build_app_graph",
+    "env_models",
+    "make_graph",
+    "settings_from_context",
+]
+
+
+def make_graph(config: RunnableConfig) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The graph LangGraph serves (``"graphs": {"tag": "langchain_tag.app:make_graph"}`` in ``langgraph.json``).
+
+    LangGraph calls it for each run with the run's configuration; building the graph is cheap (no model is
+    made until a node needs one), and the per-run settings are read from the run's context, not from
+    ``config``. The server brings the checkpointer.
+
+    Args:
+        config: The run's configuration (unused: the settings are the context's).
+
+    Returns:
+        The compiled graph, with the models of :func:`env_models`.
+    """
+    return build_app_graph(env_models())

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from langchain_tag.app.progress import PROGRESS_EVENT, JudgingProgress
+
+
+class _State(TypedDict, total=False):
+    n: int
+
+
+def _reply(text: str) -> LLMResult:
+    return LLMResult(generations=[[ChatGeneration(message=AIMessage(content=text))]])
+
+
+def _graph(replies: list[str]) -> Any:
+    """A node that counts ``replies`` arriving on threads of their own, as a judge's client may send them."""
+
+    def judge(state: _State) -> _State:
+        progress = JudgingProgress(get_stream_writer(), stage="match", total=len(replies) - 1)
+        progress.start()
+        threads = [threading.Thread(target=progress.on_llm_end, args=(_reply(text),)) for text in replies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        progress.finish(matched=1)
+        return {"n": progress.judged}
+
+    graph = StateGraph(_State)
+    graph.add_node("judge", judge)
+    graph.add_edge(START, "judge")
+    graph.add_edge("judge", END)
+    return graph.compile()
+
+
+def test_replies_on_other_threads_are_written_to_the_custom_stream() -> None:
+    events = list(_graph(["YES", "NO", "YES", "NO"]).stream({}, stream_mode="custom"))
+    assert all(e["event"] == PROGRESS_EVENT and e["stage"] == "match" and e["total"] == 3 for e in events)
+    assert [e["judged"] for e in events] == [0, 1, 2, 3, 3]  # a fourth reply (a retry) is not counted
+    assert events[-1]["done"] and events[-1]["matched"] == 1 and not any(e["done"] for e in events[:-1])
+    assert all(e["matched"] <= e["judged"] for e in events)
+
+
+async def test_and_so_in_an_async_run() -> None:
+    events = [e async for e in _graph(["YES", "YES"]).astream({}, stream_mode="custom")]
+    assert [(e["judged"], e["matched"]) for e in events] == [(0, 0), (1, 1), (1, 1)]
