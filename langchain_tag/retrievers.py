@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, cast
 
 from langchain_core.callbacks import (
@@ -22,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self, override
 
 from langchain_tag.judging.calibration.model import Calibration
@@ -36,6 +37,7 @@ from langchain_tag.judging.decisions import DecisionJudge
 from langchain_tag.judging.judge import Judge, JudgeState
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.judging.results import JudgmentsFailedError, MatchResult
+from langchain_tag.judging.settings import JudgeSettings
 from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, VerdictCache
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
@@ -245,14 +247,14 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     :class:`~langchain_tag.judging.prompts.JudgePrompt`."""
     verdict_format: VerdictFormat = "token"
     """``"token"`` (one-word YES/NO) or ``"json"``."""
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    threshold: float | None = None
     """Calibrated score needed for YES; ``None`` takes the calibration's threshold, else 0.5."""
     calibration: Calibration | Literal["default"] | None = "default"
     """Raw P(YES) to calibrated score (:mod:`langchain_tag.judging.calibration.scorer`): ``"default"`` (the shipped
     calibration of the judge's model family and prompt; raw P(YES) without one), a ``Calibration``, or ``None``."""
     k: int | None = Field(default=None, ge=0)
     """Optional cap on the number of documents returned, highest score first."""
-    max_concurrency: int = Field(default=8, ge=1)
+    max_concurrency: int = 8
     """Most judgments in flight at once."""
     vectorstore: VectorStore | None = None
     """Optional store of rule documents to draw candidates from."""
@@ -261,7 +263,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
     """Verdict cache: a pair judged before costs no call. In memory by default; a
     :class:`~langchain_tag.judging.verdict_cache.SQLiteVerdictCache` keeps verdicts across runs; ``None``: none."""
-    context_tokens: int | None = Field(default=None, ge=1)
+    context_tokens: int | None = None
     """The judge model's context window: a query whose prompt would not fit is refused with
     :class:`~langchain_tag.errors.InputTooLongError`, never cut. ``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS``."""
     strict: bool = False
@@ -274,7 +276,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _documents: dict[str, Document] = PrivateAttr(default_factory=dict)
     _state: JudgeState = PrivateAttr(default_factory=JudgeState)
-    _built: tuple[tuple[Any, ...], Judge] | None = PrivateAttr(default=None)
+    _built: tuple[str | None, Judge] | None = PrivateAttr(default=None)
     _last_match: MatchResult | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
@@ -288,6 +290,11 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     def _coerce_rules(cls, value: Any) -> Any:
         return _as_documents(value)
 
+    @field_validator("threshold", "max_concurrency", "context_tokens")
+    @classmethod
+    def _check_setting(cls, value: Any, info: ValidationInfo) -> Any:
+        return JudgeSettings.check(str(info.field_name), value)
+
     @model_validator(mode="after")
     def _setup(self) -> Self:
         documents = rule_documents(self.rules)  # already documents: the field's validator made them so
@@ -300,6 +307,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
                 "ApplicabilityRetriever needs rules=, or a vectorstore with candidates=N "
                 "(use from_vectorstore to judge every stored rule)"
             )
+        self._built = None  # made anew at the next call, from the fields as they are now
         self._judge(strict=self.strict)  # refuses inconsistent settings now (an override: not kept for the calls)
         return self
 
@@ -327,37 +335,36 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     def _judge(self, **overrides: Any) -> Judge:
         """A judge with this retriever's current settings (and this call's overrides), sharing its state.
 
-        Without overrides the judge is built once and kept until a setting changes.
+        The settings (:class:`~langchain_tag.judging.settings.JudgeSettings`, checked as they are made) come
+        from the fields; without overrides the judge is kept until a field is set again (the model validator
+        runs then, and drops it) or ``LANGCHAIN_TAG_CONTEXT_TOKENS`` changes.
         """
-        key = None
-        if not overrides:
-            key = tuple(value if isinstance(value, str | int | float | bool | None) else id(value) for value in (
-                self.llm, self.predicate, self.verdict_format, self.threshold, self.max_concurrency, self.cache,
-                self.context_tokens, self.calibration, self.strict, self.reference_inputs,
-                os.environ.get(CONTEXT_TOKENS_ENV),
-            ))  # fmt: skip
-            if self._built is not None and self._built[0] == key:
-                return self._built[1]
-        settings: dict[str, Any] = {
-            "verdict_format": self.verdict_format,
-            "threshold": self.threshold,
-            "max_concurrency": self.max_concurrency,
-            "cache": self.cache,
-            "context_tokens": self.context_tokens,
-            "calibration": self.calibration,
-            "strict": self.strict,
-            "reference_inputs": self.reference_inputs,
-        }
-        settings.update(overrides)
+        environment = os.environ.get(CONTEXT_TOKENS_ENV)
+        built = self._built
+        if not overrides and built is not None and built[0] == environment:
+            return built[1]
+        settings = JudgeSettings(
+            predicate=self.predicate,
+            verdict_format=self.verdict_format,
+            threshold=self.threshold,
+            calibration=self.calibration,
+            max_concurrency=self.max_concurrency,
+            cache=self.cache,
+            context_tokens=self.context_tokens,
+            strict=self.strict,
+            reference_inputs=tuple(self.reference_inputs) if self.reference_inputs is not None else None,
+        )
+        if overrides:
+            settings = replace(settings, **overrides)
         judge: Judge
         if isinstance(self.llm, ChatDecisionModel):  # our chat judge behind the decision interface: the chat judge
-            judge = ChatJudge(self.llm.llm, self.predicate, questions=True, state=self._state, **settings)
+            judge = ChatJudge(self.llm.llm, questions=True, settings=settings, state=self._state)
         elif is_decision_model(self.llm):
-            judge = DecisionJudge(self.llm, self.predicate, state=self._state, **settings)
+            judge = DecisionJudge(self.llm, settings=settings, state=self._state)
         else:
-            judge = ChatJudge(cast(ChatRunnable, self.llm), self.predicate, state=self._state, **settings)
-        if key is not None:
-            self._built = (key, judge)
+            judge = ChatJudge(cast(ChatRunnable, self.llm), settings=settings, state=self._state)
+        if not overrides:
+            self._built = (environment, judge)
         return judge
 
     @property
@@ -436,6 +443,13 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
             kwargs["max_concurrency"] = limit
         return await super().ainvoke(input, config, **kwargs)
 
+    def _call_judge(self, k: int | None, threshold: float | None, max_concurrency: int | None) -> Judge:
+        """The judge of one call: the fields' settings with this call's options (both sides of a call share it)."""
+        if k is not None and k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        options = {"threshold": threshold, "max_concurrency": max_concurrency}
+        return self._judge(**{key: value for key, value in options.items() if value is not None})
+
     @override
     def _get_relevant_documents(
         self,
@@ -446,11 +460,8 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
-        if k is not None and k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        options = {"threshold": threshold, "max_concurrency": max_concurrency}
-        judge = self._judge(**{key: value for key, value in options.items() if value is not None})
-        rules = self._rules if self.candidates is None else self.rules_for(query)
+        judge = self._call_judge(k, threshold, max_concurrency)
+        rules = self.rules_for(query)
         try:
             result = self._last_match = judge.judge(query, rules, callbacks=run_manager.get_child())
         except JudgmentsFailedError as exc:
@@ -470,10 +481,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
-        if k is not None and k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        options = {"threshold": threshold, "max_concurrency": max_concurrency}
-        judge = self._judge(**{key: value for key, value in options.items() if value is not None})
+        judge = self._call_judge(k, threshold, max_concurrency)
         rules = await self.arules_for(query)
         try:
             result = self._last_match = await judge.ajudge(query, rules, callbacks=run_manager.get_child())

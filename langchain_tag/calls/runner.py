@@ -346,7 +346,7 @@ class CallRunner:
         same requests through the same client, without LangChain's per-call run machinery. Through the runnable,
         each call has a config of its own: the caller's callbacks, and the request's run name, tags and metadata.
         """
-        slot = self.gate.place() if self.gate is not None else nullcontext()
+        slot = self.gate.threads if self.gate is not None else nullcontext()
         direct = self.direct
         if direct is not None and pending and direct.sendable(requests[pending[0]].messages):
             counters = direct.counters(callbacks, ReplyCounter)

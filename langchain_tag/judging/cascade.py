@@ -40,7 +40,7 @@ from langchain_tag.judging.judge import Judge
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.judging.results import Judgment, MatchResult
-from langchain_tag.judging.verdict_cache import VerdictCache
+from langchain_tag.judging.settings import JudgeSettings
 from langchain_tag.rules import Rule
 
 __all__ = [
@@ -341,14 +341,9 @@ class CascadeJudge:
         return self.cheap.prompt
 
     @property
-    def cache(self) -> VerdictCache | None:
-        """The cheap judge's verdict cache (which pairs of a job are already judged)."""
-        return self.cheap.cache
-
-    @property
-    def max_concurrency(self) -> int:
-        """The cheap judge's cap on judgments in flight."""
-        return self.cheap.max_concurrency
+    def settings(self) -> JudgeSettings:
+        """The cheap judge's settings (its verdict cache tells which pairs of a job are already judged)."""
+        return self.cheap.settings
 
     def requests_for(self, judgments: int) -> int:
         """Requests of the cheap judge for ``judgments`` judgments of one input (the strong one's come after)."""

@@ -110,13 +110,13 @@ class ChatJudge(Judge):
         self.questions = questions
         super().__init__(llm, predicate, **settings)
         self.runner = CallRunner(
-            configure_judge(llm, self.verdict_format),
+            configure_judge(llm, self.settings.verdict_format),
             model=llm,
-            max_concurrency=self.max_concurrency,
-            max_attempts=self.max_attempts,
-            retry_backoff=self.retry_backoff,
-            gate=self.state.gate(self.max_concurrency),
-            store=VerdictStore(self.cache) if self.cache is not None else None,
+            max_concurrency=self.settings.max_concurrency,
+            max_attempts=self.settings.max_attempts,
+            retry_backoff=self.settings.retry_backoff,
+            gate=self.state.gate(self.settings.max_concurrency),
+            store=VerdictStore(self.settings.cache) if self.settings.cache is not None else None,
         )
 
     @property
@@ -130,7 +130,7 @@ class ChatJudge(Judge):
 
     def messages(self, query: str, rule: Rule) -> list[dict[str, str]]:
         """The messages sent for one pair (OpenAI style)."""
-        return self.prompt.messages(query, rule, self.verdict_format)
+        return self.prompt.messages(query, rule, self.settings.verdict_format)
 
     def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
         """The requests that judge ``query`` against ``rules`` (:func:`~langchain_tag.judging.pairs.render_pairs`).
@@ -140,7 +140,9 @@ class ChatJudge(Judge):
         """
         if self.questions:
             return render_questions(self.prompt, query, rules, model=self.model_identity)
-        return render_pairs(self.prompt, query, rules, model=self.model_identity, verdict_format=self.verdict_format)
+        return render_pairs(
+            self.prompt, query, rules, model=self.model_identity, verdict_format=self.settings.verdict_format
+        )
 
     def record(
         self,
@@ -164,8 +166,8 @@ class ChatJudge(Judge):
         reading = replace(reading, attempts=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         if reading.error is not None:
             return reading
-        if self.cache is not None:
-            VerdictStore(self.cache).put(request.key, reading)
+        if self.settings.cache is not None:
+            VerdictStore(self.settings.cache).put(request.key, reading)
         return reading
 
     def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
@@ -185,14 +187,14 @@ class ChatJudge(Judge):
 
         A repeat (a reference input equal to the query) is sent once.
         """
-        prompt, model, fmt = self.prompt, self.model_identity, self.verdict_format
+        prompt, model, fmt = self.prompt, self.model_identity, self.settings.verdict_format
         requests = [
             render_questions(prompt, text, rules, model=model)
             if self.questions
             else render_pairs(prompt, text, rules, model=model, verdict_format=fmt)
             for text, rules in batches
         ]
-        cached = self.cache is not None
+        cached = self.settings.cache is not None
         sent = {
             pair.key: Request(
                 messages=list(pair.messages),

@@ -72,10 +72,10 @@ class DecisionJudge(Judge):
         self.runner: CallRunner = CallRunner(
             llm,
             model=llm,
-            max_concurrency=self.max_concurrency,
-            max_attempts=self.max_attempts,
-            retry_backoff=self.retry_backoff,
-            gate=self.state.gate(self.max_concurrency),
+            max_concurrency=self.settings.max_concurrency,
+            max_attempts=self.settings.max_attempts,
+            retry_backoff=self.settings.retry_backoff,
+            gate=self.state.gate(self.settings.max_concurrency),
         )
 
     @property
@@ -111,7 +111,7 @@ class DecisionJudge(Judge):
     def _questions(self, query: str, rules: Sequence[Rule]) -> _Planned:
         """The query's pair requests, the decision requests for the pairs the cache lacks, and their cached ones."""
         pairs = self.requests(query, rules)
-        store = VerdictStore(self.cache) if self.cache is not None else None
+        store = VerdictStore(self.settings.cache) if self.settings.cache is not None else None
         cached = {p.key: found for p in pairs if store is not None and (found := store.get(p.key)) is not None}
         texts = {
             p.key: instructions(self.prompt.negation or self.prompt if p.negated else self.prompt, r)

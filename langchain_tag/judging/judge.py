@@ -21,21 +21,21 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model, model_identity
 from langchain_tag.errors import ProviderError
-from langchain_tag.judging.calibration.defaults import check_reference_inputs, resolve_default
+from langchain_tag.judging.calibration.defaults import resolve_default
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.calibration.scorer import ReferenceBook, Scorer
 from langchain_tag.judging.context_window import check_context, context_tokens_from_env
 from langchain_tag.judging.pairs import PairRequest
-from langchain_tag.judging.prompts import JUDGE_PROMPTS, JudgePrompt, VerdictFormat
+from langchain_tag.judging.prompts import JUDGE_PROMPTS, JudgePrompt
 from langchain_tag.judging.results import Judgment, JudgmentsFailedError, MatchResult, Reading
-from langchain_tag.judging.verdict_cache import VerdictCache
+from langchain_tag.judging.settings import JudgeSettings
 from langchain_tag.registry import resolve
 from langchain_tag.rules import Rule
 
@@ -96,19 +96,6 @@ class JudgeState:
         return known[1]
 
 
-def _check_settings(
-    threshold: float | None, calibration: Calibration | str | None, reference_inputs: Sequence[str] | None
-) -> None:
-    """Refuse a threshold outside [0, 1], and reference inputs with a calibration of one's own."""
-    if reference_inputs is not None and calibration != "default":
-        raise ValueError(
-            "reference_inputs= selects the shipped domain-reference calibration, so it needs "
-            'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
-        )
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be within [0, 1], got {threshold}")
-
-
 def _note_missing_logprobs(llm: Any, readings: Sequence[Reading], warned: set[str]) -> None:
     """Warn once when replies carry no logprobs: no P(YES), so threshold and calibration do not apply."""
     answered = [j for j in readings if j.attempts and j.error is None and not j.cached]
@@ -126,28 +113,21 @@ def _note_missing_logprobs(llm: Any, readings: Sequence[Reading], warned: set[st
 class Judge(ABC):
     """Judge every (input, rule) pair of a query: plan, call the model, score, report failures.
 
-    Its settings mean what the :class:`~langchain_tag.retrievers.ApplicabilityRetriever` fields of the same
-    names mean (see their docstrings); the retriever builds one of these per call from its fields.
+    Its settings (:class:`~langchain_tag.judging.settings.JudgeSettings`, :attr:`settings`) mean what the
+    :class:`~langchain_tag.retrievers.ApplicabilityRetriever` fields of the same names mean; the retriever
+    makes them from its fields and keeps its judge while they stay the same.
 
     Args:
         llm: The model that answers (a chat model for :class:`~langchain_tag.judging.chat.ChatJudge`, a
             decision model for :class:`~langchain_tag.judging.decisions.DecisionJudge`).
-        predicate: A :class:`~langchain_tag.judging.prompts.JudgePrompt` or its registry name.
-        verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
-        threshold: Calibrated score for YES; ``None``: the calibration's, else 0.5.
-        max_concurrency: Most judgments in flight at once.
-        max_attempts: Calls per pair before a failure is counted as NO.
-        cache: A verdict cache; pairs found there cost no call.
-        retry_backoff: Base delay in seconds before resending requests that raised, when the client does not.
-        context_tokens: The model's context window (``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS`` when set).
-        calibration: ``"default"``, a :class:`~langchain_tag.judging.calibration.Calibration`, or ``None`` (raw P(YES)).
-        strict: Raise :class:`~langchain_tag.judging.results.JudgmentsFailedError` when any judgment failed.
-        reference_inputs: Your own unlabelled sample for the shipped domain-reference default.
+        predicate: A :class:`~langchain_tag.judging.prompts.JudgePrompt` or its registry name (when ``settings``
+            is not given).
+        settings: The settings; by default made from ``predicate`` and ``values``.
         state: What is kept between calls (reference judgments, warnings given), shared by a retriever's judges.
+        **values: The :class:`~langchain_tag.judging.settings.JudgeSettings` fields, when ``settings`` is not given.
 
     Raises:
-        ValueError: On a bad threshold, concurrency or attempt count, or ``reference_inputs`` with a
-            calibration other than ``"default"``.
+        ValueError: On a bad setting (:class:`~langchain_tag.judging.settings.JudgeSettings`).
         CalibrationError: When ``reference_inputs`` holds too few inputs.
     """
 
@@ -156,39 +136,21 @@ class Judge(ABC):
         llm: Any,
         predicate: str | JudgePrompt = "applicability",
         *,
-        verdict_format: VerdictFormat = "token",
-        threshold: float | None = None,
-        max_concurrency: int = 8,
-        max_attempts: int = 2,
-        cache: VerdictCache | None = None,
-        retry_backoff: float = 0.5,
-        context_tokens: int | None = None,
-        calibration: Calibration | Literal["default"] | None = "default",
-        strict: bool = False,
-        reference_inputs: Sequence[str] | None = None,
+        settings: JudgeSettings | None = None,
         state: JudgeState | None = None,
+        **values: Any,
     ) -> None:
-        _check_settings(threshold, calibration, reference_inputs)
+        self.settings = settings if settings is not None else JudgeSettings(predicate=predicate, **values)
+        """How this judge judges."""
         self.llm = llm
-        self.predicate = predicate
-        self.prompt = resolve_judge_prompt(predicate)
-        self.verdict_format: VerdictFormat = verdict_format
-        self.threshold = threshold
-        self.cache = cache
-        self.context_tokens = context_tokens if context_tokens is not None else context_tokens_from_env()
-        self.strict = strict
-        self.reference_inputs = check_reference_inputs(reference_inputs) if reference_inputs is not None else None
-        self.calibration = calibration
+        self.prompt = resolve_judge_prompt(self.settings.predicate)
+        self.context_tokens = self.settings.context_tokens or context_tokens_from_env()
+        """The context window checked (the setting, else ``LANGCHAIN_TAG_CONTEXT_TOKENS``)."""
+        self._calibration = self.settings.calibration
+        self._scorer: Scorer | None = None
         self.state = state if state is not None else JudgeState()
         self.model_identity = self.state.identity(llm)
         """The judge model's identity (cache keys, default calibrations)."""
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        self.max_concurrency = max_concurrency
-        self.max_attempts = max_attempts
-        self.retry_backoff = retry_backoff
 
     # ------------------------------------------------------------ settings
     @property
@@ -202,18 +164,13 @@ class Judge(ABC):
         if self._calibration != "default":
             return self._calibration
         version, memo = self.scoring_version, self.state.defaults
-        return resolve_default(self.model_identity, version, self.reference_inputs, memo)
-
-    @calibration.setter
-    def calibration(self, value: Calibration | Literal["default"] | None) -> None:
-        self._calibration = value
-        self._scorer: Scorer | None = None
+        return resolve_default(self.model_identity, version, self.settings.reference_inputs, memo)
 
     @property
     def decision_threshold(self) -> float:
         """The threshold applied: this judge's own, else the calibration's, else 0.5."""
-        if self.threshold is not None:
-            return self.threshold
+        if self.settings.threshold is not None:
+            return self.settings.threshold
         calibration = self.calibration
         return calibration.threshold if calibration is not None and calibration.threshold is not None else 0.5
 
@@ -226,7 +183,7 @@ class Judge(ABC):
         return self._scorer
 
     def _reference_key(self, reference: str, rule: Rule) -> str:
-        parts = (self.model_identity, self.scoring_version, self.verdict_format, reference)
+        parts = (self.model_identity, self.scoring_version, self.settings.verdict_format, reference)
         return "\x00".join((*parts, self.prompt.render_rule(rule)))
 
     def reference_log_odds(self, rule: Rule) -> tuple[float | None, float | None]:
@@ -253,7 +210,7 @@ class Judge(ABC):
     def _plan(self, query: str, rules: Sequence[Rule]) -> tuple[Scorer, list[Batch]]:
         """The scorer, and what to judge: the query first, then the reference judgments it needs."""
         if self.context_tokens is not None:
-            check_context(self.prompt, self.verdict_format, query, rules, self.context_tokens)
+            check_context(self.prompt, self.settings.verdict_format, query, rules, self.context_tokens)
         scorer = self._scorer or self.scorer
         if scorer.calibration is None or not scorer.calibration.reference_inputs:
             return scorer, [(query, rules)]
@@ -310,7 +267,7 @@ class Judge(ABC):
         # the model's own client sent again are counted in each error ("3 requests sent, 2 of them by its client").
         counts = sorted({j.attempts for j in failed})
         attempts = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        if self.strict:
+        if self.settings.strict:
             raise JudgmentsFailedError(
                 f"{len(failed)} of {len(result.judgments)} judgments by {describe_model(self.llm)} failed "
                 f"after {attempts} attempt(s): {', '.join(ids)}; first: {failed[0].error}",

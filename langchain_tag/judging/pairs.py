@@ -96,7 +96,7 @@ def render_pairs(
         verdict_format: ``"token"`` (a bare YES/NO) or ``"json"``.
     """
     halves = [(prompt, False)] + ([(prompt.negation, True)] if prompt.negation is not None else [])
-    fenced = fence_input(query)
+    fenced = fence_input(query) if "<<<" in query or ">>>" in query else query  # nothing to escape: as it is
     requests = []
     for half, negated in halves:
         for rule in rules:

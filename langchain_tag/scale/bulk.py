@@ -238,7 +238,7 @@ class _Job:
         total = len(items) * per_input
         cached = total - sum(to_judge.values()) if to_judge else 0
         progress = _Progress(total, show, cached=cached)
-        cache = retriever.judge.cache
+        cache = retriever.judge.settings.cache
         claims = Claims(cache) if isinstance(cache, SQLiteVerdictCache) else None
         requests = retriever.judge.requests_for(per_input)
         return cls(retriever, rules, per_input, requests, all_pairs, progress, to_judge, claims, len(items))
@@ -249,7 +249,7 @@ class _Job:
 
         However it ends (an interrupt too), the verdicts the cache holds back are committed.
         """
-        cache = self.retriever.judge.cache
+        cache = self.retriever.judge.settings.cache
         store = VerdictStore(cache) if cache is not None else None
         try:
             with self.claims if self.claims is not None else contextlib.nullcontext():
@@ -349,7 +349,7 @@ def _combined(found: MatchResult | CascadeResult) -> MatchResult:
 def _not_cached(retriever: Judged, items: Sequence[InputItem], rules: Sequence[Rule]) -> dict[str, int]:
     """Per input id, how many of its judgments the verdict cache lacks (a resumed job's bar starts past the rest)."""
     judge = retriever.judge
-    store = VerdictStore(judge.cache) if judge.cache is not None else None
+    store = VerdictStore(judge.settings.cache) if judge.settings.cache is not None else None
     counts: dict[str, int] = {}
     for item in items:
         if encoding_error(item) is not None:  # judged by no request: it fails alone

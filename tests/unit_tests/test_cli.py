@@ -339,7 +339,7 @@ def test_an_invalid_option_value_is_one_line_without_validation_noise(
     path = save_rules(rules, tmp_path / "rules.jsonl")
     assert main(["match", "x", "--rules", str(path), "--threshold", "2"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "threshold" in err and "less than or equal to 1" in err
+    assert err.count("\n") == 1 and "threshold" in err and "within [0, 1]" in err
     assert "pydantic" not in err and "input_value" not in err
 
 

@@ -230,7 +230,7 @@ def _retriever_requests(retriever: Any, items: Sequence[InputItem]) -> dict[str,
 def plan_requests(source: BatchSource, *, model_name: str | None, skip_cached: bool) -> ExportPlan:
     """Every request once (by verdict-cache key), in input order, each under a unique ``custom_id``."""
     by_input, judge = _requests_by_input(source)
-    cache = getattr(judge, "cache", None) if skip_cached else None
+    cache = judge.settings.cache if skip_cached and judge is not None else None
     mapping = _empty_mapping(judge, model_name)
     versions: dict[str, None] = dict.fromkeys(mapping.prompt_versions)
     seen_keys: set[str] = set()
@@ -272,7 +272,7 @@ def _empty_mapping(judge: Any, model_name: str | None) -> BatchMapping:
         model_identity=judge.model_identity,
         predicate=prompt.name,
         prompt_versions=versions,
-        verdict_format=judge.verdict_format,
+        verdict_format=judge.settings.verdict_format,
     )
 
 

@@ -141,7 +141,7 @@ def _judge_of(retriever_or_judge: Any) -> Any:
 
 def _check_judge(mapping: BatchMapping, judge: Any) -> None:
     """Refuse a judge whose cache keys differ from the mapping's: its verdicts would never be found."""
-    if getattr(judge, "cache", None) is None:
+    if judge.settings.cache is None:
         raise BatchError("the judge has no verdict cache to record the batch replies in")
     if mapping.model_identity is not None and mapping.model_identity != judge.model_identity:
         raise BatchError(
@@ -157,10 +157,9 @@ def _check_judge(mapping: BatchMapping, judge: Any) -> None:
             f"the batch was rendered with prompt version(s) {', '.join(foreign)}; this judge's prompt "
             f"{prompt.name!r} asks {', '.join(sorted(versions))}: import with the predicate of the export"
         )
-    if mapping.verdict_format is not None and mapping.verdict_format != judge.verdict_format:
-        raise BatchError(
-            f"the batch asked {mapping.verdict_format!r} verdicts, this judge reads {judge.verdict_format!r} ones"
-        )
+    reads = judge.settings.verdict_format
+    if mapping.verdict_format is not None and mapping.verdict_format != reads:
+        raise BatchError(f"the batch asked {mapping.verdict_format!r} verdicts, this judge reads {reads!r} ones")
 
 
 class _PairCheck:

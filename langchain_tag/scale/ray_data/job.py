@@ -182,7 +182,7 @@ def judge_with_ray(
         raise ValueError("inputs must be a sequence of inputs, not one string")
     if max_attempts is None:
         retried = client_retries(retriever.llm)
-        max_attempts = 1 + retried if retried else retriever.judge.max_attempts
+        max_attempts = 1 + retried if retried else retriever.judge.settings.max_attempts
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
     if retriever.cache is None:
@@ -199,7 +199,7 @@ def judge_with_ray(
         endpoint = judge_endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
         processor = build_judge_processor(
             **endpoint,
-            max_tokens=1 if judge.verdict_format == "token" else None,
+            max_tokens=1 if judge.settings.verdict_format == "token" else None,
             concurrency=concurrency,
             batch_size=batch_size,
             max_in_flight=max(1, cap // _most_workers(concurrency)),
@@ -282,7 +282,7 @@ def _plan(judge: Any, queries: Sequence[str], rules: Sequence[Rule], run: RayJud
             if query not in entry.queries:
                 entry.queries.append(query)
     run.requested = len(wanted)
-    store = VerdictStore(judge.cache)
+    store = VerdictStore(judge.settings.cache)
     pending = [p for key, p in wanted.items() if store.get(key) is None]
     run.cached = run.requested - len(pending)
     run.sent = len(pending)
