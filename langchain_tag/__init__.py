@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from langchain_tag.errors import InputTooLongError, ProviderError, RuleFileError, TagError
     from langchain_tag.extraction import RuleDocumentTransformer
     from langchain_tag.graph import build_tag_graph
-    from langchain_tag.judging.decision_model import ChatDecisionModel
+    from langchain_tag.judging.chat_decision_model import ChatDecisionModel
     from langchain_tag.judging.results import JudgmentsFailedError
     from langchain_tag.retrievers import AllRulesRetriever, ApplicabilityRetriever, RelevanceRetriever
     from langchain_tag.rules import Rule, load_rules, save_rules
@@ -44,7 +44,7 @@ __all__ = [
 _MODULES = {
     "AllRulesRetriever": "retrievers",
     "ApplicabilityRetriever": "retrievers",
-    "ChatDecisionModel": "judging.decision_model",
+    "ChatDecisionModel": "judging.chat_decision_model",
     "InputTooLongError": "errors",
     "JudgmentsFailedError": "judging.results",
     "ProviderError": "errors",

@@ -30,10 +30,10 @@ from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.calibration.model import Method as CalibrationMethod
 from langchain_tag.judging.calibration.scorer import LabelledFit
 from langchain_tag.judging.chat import ChatJudge, ChatRunnable
+from langchain_tag.judging.chat_decision_model import ChatDecisionModel
 from langchain_tag.judging.context_window import CONTEXT_TOKENS_ENV
-from langchain_tag.judging.decision_api import BaseDecisionModel, is_decision_model
-from langchain_tag.judging.decision_model import ChatDecisionModel
-from langchain_tag.judging.decisions import DecisionJudge
+from langchain_tag.judging.decision_interfaces import BaseDecisionModel, is_decision_model
+from langchain_tag.judging.decision_judge import DecisionJudge
 from langchain_tag.judging.judge import Judge, JudgeState
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.judging.results import JudgmentsFailedError, MatchResult
@@ -237,7 +237,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
     max_tokens=1)``, ``.with_retry()``, ``.with_fallbacks([...])``; a bare OpenAI-compatible model gets
     logprobs and a one-token cap bound, :func:`~langchain_tag.judging.chat.configure_judge`), or a LangChain
     decision model (``BaseDecisionModel``, ``OpenAIDecisions``), which judges each input's rules in one request
-    (:class:`~langchain_tag.judging.decisions.DecisionJudge`)."""
+    (:class:`~langchain_tag.judging.decision_judge.DecisionJudge`)."""
     rules: Sequence[Document | Rule] = Field(default_factory=list)
     """Rule documents (any ``Document`` carrying the rule metadata keys) or :class:`~langchain_tag.rules.Rule`
     objects."""

@@ -218,7 +218,7 @@ def fake_judge(yes_rule_ids: Iterable[str], **kwargs: Any) -> FakeChatModel:
 
     It reads the rule id from the RULE block of the judge prompt (or from the
     question of a rule asked as a yes/no question, as a
-    :class:`~langchain_tag.judging.decision_model.ChatDecisionModel` asks it),
+    :class:`~langchain_tag.judging.chat_decision_model.ChatDecisionModel` asks it),
     so it works for any input, any call order and every judge of the package. Asked about a rule's negated condition
     (:func:`asks_negation`), it gives the opposite answer, as a consistent
     judge would.

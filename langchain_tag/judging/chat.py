@@ -99,7 +99,7 @@ class ChatJudge(Judge):
         llm: The chat model.
         predicate: The judge prompt or its registry name.
         questions: Ask each rule as a yes/no question (:func:`~langchain_tag.judging.pairs.render_questions`),
-            as a :class:`~langchain_tag.judging.decision_model.ChatDecisionModel` asks a ``Noul``: the judge a
+            as a :class:`~langchain_tag.judging.chat_decision_model.ChatDecisionModel` asks a ``Noul``: the judge a
             retriever makes of one.
         **settings: The other :class:`~langchain_tag.judging.judge.Judge` settings.
     """

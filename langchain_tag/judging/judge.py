@@ -9,7 +9,7 @@ and reports failures. Two judges implement the call:
 
 - :class:`~langchain_tag.judging.chat.ChatJudge`: one chat request per pair,
   a one-token verdict read from logprobs;
-- :class:`~langchain_tag.judging.decisions.DecisionJudge`: a LangChain decision
+- :class:`~langchain_tag.judging.decision_judge.DecisionJudge`: a LangChain decision
   model, every rule of an input a yes/no question of one request.
 
 An :class:`~langchain_tag.retrievers.ApplicabilityRetriever` picks the one for its model.
@@ -119,7 +119,7 @@ class Judge(ABC):
 
     Args:
         llm: The model that answers (a chat model for :class:`~langchain_tag.judging.chat.ChatJudge`, a
-            decision model for :class:`~langchain_tag.judging.decisions.DecisionJudge`).
+            decision model for :class:`~langchain_tag.judging.decision_judge.DecisionJudge`).
         predicate: A :class:`~langchain_tag.judging.prompts.JudgePrompt` or its registry name (when ``settings``
             is not given).
         settings: The settings; by default made from ``predicate`` and ``values``.

@@ -124,7 +124,7 @@ def question_pair(
 ) -> PairRequest:
     """One yes/no ``question`` about ``query`` as a chat request (:func:`~.prompts.question_messages`).
 
-    The request a :class:`~langchain_tag.judging.decision_model.ChatDecisionModel` sends for a ``Noul`` question,
+    The request a :class:`~langchain_tag.judging.chat_decision_model.ChatDecisionModel` sends for a ``Noul`` question,
     and a chat judge for a rule asked as a question (:func:`render_questions`): one cache key for both.
 
     Args:

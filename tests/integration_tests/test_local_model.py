@@ -147,7 +147,7 @@ def test_server_counters_match_the_tokenized_prompt(judge: BaseChatModel) -> Non
 def test_the_packages_decision_model_answers_nouls_offline(judge: BaseChatModel) -> None:
     from langchain_core.decisions import ClassifierResponse, Noul
 
-    from langchain_tag.judging.decision_model import ChatDecisionModel
+    from langchain_tag.judging.chat_decision_model import ChatDecisionModel
 
     decisions = ChatDecisionModel(llm=judge)
     questions = {

@@ -70,7 +70,7 @@ def test_core_modules_exist() -> None:
         "langchain_tag.rules",
         "langchain_tag.judging.judge",
         "langchain_tag.judging.chat",
-        "langchain_tag.judging.decisions",
+        "langchain_tag.judging.decision_judge",
         "langchain_tag.graph",
         "langchain_tag.extraction",
     ):

@@ -7,7 +7,7 @@ from typing import Any
 from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, Noul, NoulAnswer, Question, State
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from langchain_tag.judging.decision_model import ChatDecisionModel
+from langchain_tag.judging.chat_decision_model import ChatDecisionModel
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import fake_judge

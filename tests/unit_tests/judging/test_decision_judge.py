@@ -25,9 +25,9 @@ from langchain_core.documents import Document
 from langchain_openai.decisions import OpenAIDecisions  # importing it lets the package recognise OpenAIDecisions
 from pydantic import PrivateAttr
 
-from langchain_tag.judging import decision_api
+from langchain_tag.judging import decision_interfaces
 from langchain_tag.judging.chat import ChatJudge
-from langchain_tag.judging.decisions import DecisionJudge, instructions
+from langchain_tag.judging.decision_judge import DecisionJudge, instructions
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
 from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
@@ -270,7 +270,7 @@ def test_a_question_missing_from_one_of_several_requests_fails_that_judgment_onl
 
 def test_the_adapter_refuses_a_response_of_the_wrong_type() -> None:
     with pytest.raises(TypeError, match="not a decision model response"):
-        decision_api.probabilities(object())
+        decision_interfaces.probabilities(object())
 
 
 # --------------------------------------------------------------------------- bulk jobs resume from the verdict cache
@@ -383,7 +383,7 @@ def decisions_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDecisionsS
 @pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
 async def test_openai_decisions_end_to_end(decisions_server: FakeDecisionsServer) -> None:
     llm = OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=decisions_server.base_url, max_retries=0)
-    assert decision_api.is_decision_model(llm)
+    assert decision_interfaces.is_decision_model(llm)
     retriever = decision_retriever(llm)
     assert isinstance(retriever.judge, DecisionJudge)
 

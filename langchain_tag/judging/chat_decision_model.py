@@ -24,7 +24,7 @@ from langchain_tag.calls.identity import model_identity
 from langchain_tag.calls.runner import CallRunner, Request
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import JUDGE_TAGS, ChatRunnable, configure_judge
-from langchain_tag.judging.decision_api import (
+from langchain_tag.judging.decision_interfaces import (
     BaseDecisionModel,
     ClassifierResponse,
     Noul,

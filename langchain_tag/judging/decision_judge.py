@@ -21,7 +21,7 @@ from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.decision_api import probabilities, question_request
+from langchain_tag.judging.decision_interfaces import probabilities, question_request
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.pairs import PairRequest, combine_halves
 from langchain_tag.judging.prompts import rule_question

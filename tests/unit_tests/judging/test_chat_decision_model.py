@@ -10,7 +10,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.decisions import BaseDecisionModel, Choice, ClassifierResponse, Noul, NoulCriteria, Score
 
 from langchain_tag.errors import ProviderError
-from langchain_tag.judging.decision_model import ChatDecisionModel
+from langchain_tag.judging.chat_decision_model import ChatDecisionModel
 from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
