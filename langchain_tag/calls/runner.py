@@ -116,6 +116,8 @@ class Request(Generic[R]):
             when it cannot.
         blank: The record of a request nothing was read for yet (the runner fills in calls, tokens and errors).
         key: The store key (``None``: not stored).
+        key_of: The store key of a reply, when it can differ from ``key`` (a reply another model gave is kept
+            under that model's key); ``None``: always ``key``.
         run_name: The call's run name in traces.
         tags: Tags of the call's run.
         metadata: Metadata of the call's run.
@@ -125,6 +127,7 @@ class Request(Generic[R]):
     parse: Callable[[Any], R]
     blank: R
     key: str | None = None
+    key_of: Callable[[Any], str] | None = None
     run_name: str | None = None
     tags: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -411,7 +414,7 @@ class CallRunner:
         )
         if record.error is None and self.store is not None and request.key is not None:
             try:
-                self.store.put(request.key, record)
+                self.store.put(request.key if request.key_of is None else request.key_of(reply), record)
             except Exception as exc:  # the reply stays good; the run raises this when it ends (_settle)
                 run.failed_put.append(exc)
         return record

@@ -12,15 +12,20 @@ reports are the :class:`~langchain_tag.judging.judge.Judge`'s.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 
+from langchain_tag.calls.identity import chat_model_of, describe_model
 from langchain_tag.calls.runner import CallRunner, ChatRunnable, Request
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.judge import Batch, Judge
@@ -28,10 +33,12 @@ from langchain_tag.judging.pairs import PairRequest, combine_halves, render_pair
 from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, VerdictFormat
 from langchain_tag.judging.read import read_message, read_reply
 from langchain_tag.judging.results import Reading
-from langchain_tag.judging.verdict_cache import VerdictStore
+from langchain_tag.judging.verdict_cache import VerdictStore, verdict_key
 from langchain_tag.rules import Rule
 
-__all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "chat_judge", "configure_judge", "never_streaming"]
+__all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "chat_judge", "configure_judge", "never_streaming", "same_model"]
+
+logger = logging.getLogger(__name__)
 
 JUDGE_TAGS = ("tag_judge", "nostream")
 """Tags of every judge run: ``nostream`` keeps its tokens out of LangGraph's ``stream_mode="messages"``."""
@@ -109,6 +116,9 @@ class ChatJudge(Judge):
     ) -> None:
         self.questions = questions
         super().__init__(llm, predicate, **settings)
+        asked = getattr(chat_model_of(llm), "model_name", None)
+        self._asked = asked if isinstance(asked, str) and asked else None
+        """The model name the judge asks for (a reply another model gave is kept apart: :meth:`_answered_key`)."""
         self.runner = CallRunner(
             configure_judge(llm, self.settings.verdict_format),
             model=llm,
@@ -182,6 +192,24 @@ class ChatJudge(Judge):
         found = [[readings[r.key] for r in part] for part in requests]
         return [combine_halves(*pair) for pair in zip(requests, found, strict=True)] if self.prompt.negation else found
 
+    def _answered_key(self, key: str, asked: str, reply: Any) -> str:
+        """The key a reply is kept under: its request's, or, when another model answered, that model's.
+
+        A reply names the model that gave it (``response_metadata["model_name"]``); one from another model than
+        the one asked for (a provider's dated snapshot of it is the same model) is warned of once and kept under
+        a key of its own, so it is never served as the asked model's verdict.
+        """
+        answered = reply.response_metadata.get("model_name") if isinstance(reply, AIMessage) else None
+        if not isinstance(answered, str) or not answered or same_model(asked, answered):
+            return key
+        if f"answered_by:{answered}" not in self.state.warned:
+            self.state.warned.add(f"answered_by:{answered}")
+            logger.warning(
+                "%s was asked for model %r but %r answered: its verdicts are kept as %r's, not served as %r's",
+                describe_model(self.llm), asked, answered, answered, asked,
+            )  # fmt: skip
+        return verdict_key(model=answered, prompt_version="answered-by", verdict_format="", query=key, rule_text="")
+
     def _plan_requests(self, batches: Sequence[Batch]) -> tuple[list[list[PairRequest]], dict[str, Request[Reading]]]:
         """Each batch's pair requests, and the runner's requests by key.
 
@@ -195,12 +223,14 @@ class ChatJudge(Judge):
             for text, rules in batches
         ]
         cached = self.settings.cache is not None
+        asked = self._asked if cached else None
         sent = {
             pair.key: Request(
                 messages=list(pair.messages),
                 parse=read_message,
                 blank=Reading(),
                 key=pair.key if cached else None,
+                key_of=partial(self._answered_key, pair.key, asked) if asked is not None else None,
                 run_name=f"tag_judge {pair.rule_id}",
                 tags=list(JUDGE_TAGS),
                 metadata={"tag_rule_id": pair.rule_id, "tag_predicate": self.prompt.name},
@@ -209,6 +239,20 @@ class ChatJudge(Judge):
             for pair in part
         }
         return requests, sent
+
+
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
+"""The date a provider appends to a model's name for one snapshot of it (``gpt-4o-mini-2024-07-18``)."""
+
+
+def same_model(asked: str, answered: str) -> bool:
+    """Whether the model named in a reply is the one asked for: the same name, or a dated snapshot of it.
+
+    >>> same_model("gpt-4o-mini", "gpt-4o-mini-2024-07-18"), same_model("gpt-4o-mini", "gpt-4o")
+    (True, False)
+    """
+    asked, answered = asked.lower(), answered.lower()
+    return answered == asked or (answered.startswith(asked) and bool(_SNAPSHOT.fullmatch(answered[len(asked) :])))
 
 
 def chat_judge(judge: Any, engine: str, error: type[Exception] = ValueError) -> ChatJudge:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -39,3 +42,36 @@ def test_judge_calls_do_not_stream_in_a_graph_streaming_messages_while_the_execu
     assert endpoint.streamed == 0 and len(endpoint.bodies) == len(rules)
     assert len(chunks) > 1 and "".join(str(c) for c, _ in chunks) == "revised code here"
     assert all(meta["langgraph_node"] == "execute" for _, meta in chunks)
+
+
+def _answering(model: str) -> Any:
+    """A ChatOpenAI asking for model ``m`` at an endpoint whose replies say ``model`` answered."""
+    import httpx2
+    from langchain_openai import ChatOpenAI
+
+    def respond(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        text = "\n\n".join(str(m["content"]) for m in body["messages"])
+        choice = {"index": 0, "message": {"role": "assistant", "content": _verdict(text)}, "finish_reason": "stop"}
+        return httpx2.Response(200, json={"id": "x", "object": "chat.completion", "created": 0, "model": model,
+                                          "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 1}})  # fmt: skip
+
+    client = httpx2.Client(transport=httpx2.MockTransport(respond))
+    return ChatOpenAI(model="m", base_url="http://llm.example.test/v1", api_key="k", max_retries=0, http_client=client)
+
+
+@pytest.mark.parametrize(("answered", "same"), [("m", True), ("m-2024-07-18", True), ("another-model", False)])
+def test_a_reply_from_another_model_is_not_kept_as_the_asked_models_verdict(
+    answered: str, same: bool, rules: list[Rule], caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    llm = _answering(answered)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, calibration=None)
+    with caplog.at_level(logging.WARNING, logger="langchain_tag"):
+        first = retriever.match("import os, sys")
+        again = retriever.match("import os, sys")
+    assert sorted(j.rule_id for j in first.matched) == sorted(YES) == sorted(j.rule_id for j in again.matched)
+    assert again.cache_hits == (len(rules) if same else 0)  # another model's verdict is not served as m's
+    warned = [r.getMessage() for r in caplog.records if "another-model" in r.getMessage()]
+    assert len(warned) == (0 if same else 1)
