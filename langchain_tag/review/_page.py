@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from langchain_tag.extraction.normativity import looks_declarative, normative_cue
 from langchain_tag.review._files import ReportView, VerdictRecord
@@ -253,7 +254,7 @@ def _add_verdicts(
         if text is not None and len(text) > cut_at:
             name = f"{full_text_dir}/input-{index + 1:05d}.txt"
             page.full_texts.append(FullText(name, text))
-            row["text"], row["full"] = text[:cut_at], name
+            row["text"], row["full"] = text[:cut_at], quote(name)
         inputs.append(row)
 
     def near(items: Sequence[tuple[float, int]]) -> list[dict[str, Any]]:

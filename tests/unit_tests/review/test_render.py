@@ -6,6 +6,7 @@ import json
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -174,6 +175,15 @@ def test_threshold_is_inferred_and_said_so_when_not_given(
     assert "No inputs file was given" in html
 
 
+def test_verdicts_without_scores_render_without_plots(tmp_path: Path, demo_rules: Path, demo_policy: Path) -> None:
+    verdicts = tmp_path / "v.jsonl"
+    record = {"id": "a", "matched": [{"rule_id": "R-003", "score": None, "p_yes": None}], "failed": []}
+    verdicts.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    html, page = _read(render_review(demo_rules, demo_policy, tmp_path / "my review.html", verdicts=verdicts))
+    assert "<svg" not in html and "hold no scores" in html
+    assert [href for href, _ in page.links if href == "#rule-R-003"]
+
+
 def test_verdicts_for_other_rules_are_refused_naming_both_files(
     tmp_path: Path, demo_rules: Path, demo_policy: Path, make_verdicts: MakeVerdicts
 ) -> None:
@@ -198,13 +208,15 @@ def test_huge_inputs_are_cut_with_a_link_to_their_full_text(
 ) -> None:
     huge = "def f():\n    return 1\n" * 2000
     inputs, verdicts = make_verdicts(["x = 1", huge])
-    out = render_review(demo_rules, demo_policy, tmp_path / "page.html", verdicts=verdicts, inputs=inputs, cut_at=500)
+    out = render_review(
+        demo_rules, demo_policy, tmp_path / "my page.html", verdicts=verdicts, inputs=inputs, cut_at=500
+    )
     html, page = _read(out)
     assert huge[:500] in html and huge[:501] not in html
     block = html.split('id="input-in-02"')[1].split("</article>")[0]
-    link = next(href for href, _ in page.links if href.startswith("page_files/"))
+    link = next(href for href, _ in page.links if href.startswith("my%20page_files/"))
     assert f'href="{link}"' in block and f"of {len(huge)} characters" in block
-    assert (tmp_path / link).read_text(encoding="utf-8") == huge
+    assert (tmp_path / unquote(link)).read_text(encoding="utf-8") == huge
     assert "page_files" not in html.split('id="input-in-01"')[1].split("</article>")[0]
 
 
