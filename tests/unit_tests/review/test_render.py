@@ -264,6 +264,15 @@ def test_bad_files_name_the_file_and_line(tmp_path: Path, demo_rules: Path, demo
         render_review(demo_rules, demo_policy, tmp_path / "r.html", threshold=2.0)
 
 
+def test_text_from_the_files_is_escaped(tmp_path: Path, demo_rules: Path, demo_policy: Path) -> None:
+    rules = load_rules(demo_rules)
+    hostile = rules[0].model_copy(update={"rule_name": "<script>alert(1)</script>", "rule_id": "R <1>"})
+    path = save_rules([hostile, *rules[1:]], tmp_path / "rules.jsonl")
+    html, page = _read(render_review(path, demo_policy, tmp_path / "r.html"))
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert page.scripts == 1 and "rule-rule1" in page.ids and "span-rule1" in page.ids  # an id unsafe as an anchor
+
+
 def test_missing_extra_is_named(
     tmp_path: Path, demo_rules: Path, demo_policy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
