@@ -9,7 +9,7 @@ Two measurements, printed as markdown:
    from a seeded generator, the inputs' texts (the demo's code cases, cycled) and a gold file: the page's size
    in bytes, the size of its parts, and the time of one render in this process.
 
-Run: ``python -m langchain_tag_bench.review_page [--runs 5] [--inputs 300] [--rules 20]``.
+Run: ``python -m langchain_tag_bench.review_page [--runs 5] [--inputs 300] [--rules 20] [--input-chars N]``.
 """
 
 from __future__ import annotations
@@ -55,8 +55,13 @@ def _row(name: str, times: list[tuple[float, float]]) -> str:
     )
 
 
-def synthetic_corpus(directory: Path, n_inputs: int, n_rules: int, seed: int = 7) -> dict[str, Path]:
-    """Write a rule file of ``n_rules`` rules, inputs, all-pairs verdicts and a gold file; return their paths."""
+def synthetic_corpus(
+    directory: Path, n_inputs: int, n_rules: int, *, input_chars: int = 0, seed: int = 7
+) -> dict[str, Path]:
+    """Write a rule file of ``n_rules`` rules, inputs, all-pairs verdicts and a gold file; return their paths.
+
+    With ``input_chars``, each input's text is its case repeated to that many characters.
+    """
     base = load_rules(Path(str(DATA / "demo_rules.jsonl")))
     rules = [
         base[i % len(base)].model_copy(update={"rule_id": f"R-{i + 1:03d}"}) if i >= len(base) else base[i]
@@ -69,7 +74,10 @@ def synthetic_corpus(directory: Path, n_inputs: int, n_rules: int, seed: int = 7
     threshold = 0.5
     for i in range(n_inputs):
         input_id = f"case-{i + 1:04d}"
-        inputs.append({"id": input_id, "text": cases[i % len(cases)]})
+        text = cases[i % len(cases)]
+        if input_chars:
+            text = ((text + "\n\n") * (input_chars // len(text) + 1))[:input_chars]
+        inputs.append({"id": input_id, "text": text})
         pairs = []
         for rule in rules:
             p = rng.betavariate(0.6, 2.5)
@@ -103,6 +111,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--inputs", type=int, default=300)
     parser.add_argument("--rules", type=int, default=20)
+    parser.add_argument(
+        "--input-chars", type=int, default=0, help="each input this long (default: the demo cases as they are)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
@@ -118,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         print("| command | median wall s | min wall s | max wall s | median CPU s |\n|---|---:|---:|---:|---:|")
         print(_row("`langchain-tag review` (demo rules, page " + f"{demo_size:,} bytes)", review))
         print(_row("`langchain-tag --help` (the CLI's start alone)", baseline) + "\n")
-        paths = synthetic_corpus(directory, args.inputs, args.rules)
+        paths = synthetic_corpus(directory, args.inputs, args.rules, input_chars=args.input_chars)
         start = time.perf_counter()
         page = render_review(
             paths["rules"],
@@ -132,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
         seconds = time.perf_counter() - start
         html = page.read_text(encoding="utf-8")
         size = page.stat().st_size
-        print(f"## {args.inputs} inputs x {args.rules} rules, every pair's score, inputs and gold\n")
+        lengths = f"inputs of {args.input_chars:,} characters" if args.input_chars else "the demo cases as inputs"
+        print(f"## {args.inputs} inputs x {args.rules} rules, every pair's score, {lengths}, and a gold\n")
         print("| page bytes | MB | render s (in process, imports included) |\n|---:|---:|---:|")
         print(f"| {size:,} | {size / 1e6:.2f} | {seconds:.2f} |\n")
         print("| part | characters |\n|---|---:|")
