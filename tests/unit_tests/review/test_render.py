@@ -11,6 +11,9 @@ from urllib.parse import unquote
 import pytest
 
 from langchain_tag.errors import MissingExtraError, RuleFileError, TagError
+from langchain_tag.extraction.dedup import Relation
+from langchain_tag.extraction.report import ExtractionReport
+from langchain_tag.extraction.span_detection import Span
 from langchain_tag.review import ReviewError, render_review
 from langchain_tag.rules import load_rules, save_rules
 
@@ -92,30 +95,17 @@ def test_report_marks_normative_sentences_no_rule_covers(tmp_path: Path, demo_ru
     text = demo_policy.read_text(encoding="utf-8")
     sentence = "Reviewers are volunteers from every product group."
     start = text.index(sentence)
-    report = tmp_path / "report.json"
-    report.write_text(
-        json.dumps(
-            {
-                "faithfulness": 1.0,
-                "coverage": 0.9,
-                "merged": {"R-011": "R-003"},
-                "conflicts": [{"rule_a": "R-004", "rule_b": "R-005", "relation": "conflict", "preferred_action": ""}],
-                "uncovered_spans": [
-                    {
-                        "span_id": "S-099",
-                        "document_id": "demo_policy.md",
-                        "section_id": "x",
-                        "text": sentence,
-                        "normative_type": "requirement",
-                        "context_summary": "",
-                        "start": start,
-                        "end": start + len(sentence),
-                    }
-                ],
-            }
-        ),
-        encoding="utf-8",
+    written = ExtractionReport(
+        faithfulness=1.0,
+        coverage=0.9,
+        merged={"R-011": "R-003"},
+        conflicts=[Relation("R-004", "R-005", "conflict", "")],
+        uncovered_spans=[
+            Span("S-099", "demo_policy.md", "x", sentence, "requirement", "", start, start + len(sentence))
+        ],
     )
+    report = tmp_path / "report.json"  # as langchain-tag extract --report writes it
+    report.write_text(json.dumps(written.to_dict(), indent=1, default=str), encoding="utf-8")
     html, page = _read(render_review(demo_rules, demo_policy, tmp_path / "review.html", report=report))
     assert "uncovered-S-099" in page.ids and "uncovered-S-099-text" in page.ids
     assert page.classes.get("uncov-ref") == 1
