@@ -28,19 +28,19 @@ SNIPPET = 90
 _SAFE_ANCHOR = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def anchors_for(ids: Sequence[str], prefix: str) -> dict[str, str]:
-    """A unique, URL-safe anchor per id: the id itself when it is plain, else ``prefix`` and its position.
+def anchors_for(ids: Sequence[str], prefix: str) -> list[str]:
+    """A unique, URL-safe anchor per id, in order: the id itself when plain and new, else ``prefix`` + position.
 
-    >>> anchors_for(["R-001", "a b", "R-001x"], "r")
-    {'R-001': 'R-001', 'a b': 'r2', 'R-001x': 'R-001x'}
+    >>> anchors_for(["R-001", "a b", "R-001x", "R-001"], "r")
+    ['R-001', 'r2', 'R-001x', 'r4']
     """
-    anchors: dict[str, str] = {}
+    anchors: list[str] = []
     used: set[str] = set()
     for position, item in enumerate(ids, start=1):
         anchor = item if _SAFE_ANCHOR.fullmatch(item) and item not in used else f"{prefix}{position}"
         while anchor in used:
             anchor += "_"
-        anchors[item] = anchor
+        anchors.append(anchor)
         used.add(anchor)
     return anchors
 
@@ -167,7 +167,7 @@ def build_page(
         cut_at: Inputs longer than this many characters are cut, their full text linked.
         full_text_dir: The directory (relative to the page) the cut inputs' full texts go to.
     """
-    rule_anchors = anchors_for([r.rule_id for r in rules], "rule")
+    rule_anchors = dict(zip((r.rule_id for r in rules), anchors_for([r.rule_id for r in rules], "rule"), strict=True))
     by_anchor = {rule_anchors[r.rule_id]: r for r in rules}
     placements = {
         r.rule_id: place(rule_anchors[r.rule_id], r.source_text, source, start=r.source_start, end=r.source_end)
@@ -178,9 +178,8 @@ def build_page(
     if report is not None:
         names = {source_name, Path(source_name).name}
         spans = [u for u in report.uncovered if not u.document_id or u.document_id in names] or report.uncovered
-        for index, span in enumerate(anchors_for([u.span_id for u in spans], "span").values()):
-            item = spans[index]
-            placed = place(f"uncovered-{span}", item.text, source, start=item.start, end=item.end)
+        for item, anchor in zip(spans, anchors_for([u.span_id for u in spans], "span"), strict=True):
+            placed = place(f"uncovered-{anchor}", item.text, source, start=item.start, end=item.end)
             uncovered_places.append(placed)
             uncovered_rows.append(
                 {
@@ -237,7 +236,7 @@ def _add_verdicts(
     from langchain_tag.review._plots import score_histogram
 
     context = page.context
-    input_anchors = anchors_for([r.id for r in records], "input")
+    input_anchors = dict(zip((r.id for r in records), anchors_for([r.id for r in records], "input"), strict=True))
     inputs: list[dict[str, Any]] = []
     for index, view in enumerate(summary.inputs):
         text = texts.get(view.id) if texts is not None else None

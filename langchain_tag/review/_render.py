@@ -78,6 +78,9 @@ def render_review(
     else:
         rules_path, rule_list = Path("the given rules"), list(rules)
     rule_ids = [r.rule_id for r in rule_list]
+    if len(set(rule_ids)) != len(rule_ids):
+        twice = sorted({i for i in rule_ids if rule_ids.count(i) > 1})
+        raise ReviewError(f"{rules_path}: rule id {', '.join(map(repr, twice))} given twice")
     source_path = Path(source)
     output = Path(output)
     records = None

@@ -263,6 +263,23 @@ def test_text_from_the_files_is_escaped(tmp_path: Path, demo_rules: Path, demo_p
     assert page.scripts == 1 and "rule-rule1" in page.ids and "span-rule1" in page.ids  # an id unsafe as an anchor
 
 
+def test_repeated_ids_are_refused_or_kept_apart(tmp_path: Path, demo_rules: Path, demo_policy: Path) -> None:
+    rules = load_rules(demo_rules)
+    with pytest.raises(ReviewError, match="rule id 'R-001' given twice"):
+        render_review([*rules, rules[0]], demo_policy, tmp_path / "r.html")
+    sentences = ["Reviewers are volunteers from every product group.", "Put each imported module on its own"]
+    text = demo_policy.read_text(encoding="utf-8")
+    spans = [
+        Span("S-1", "demo_policy.md", "x", s, "requirement", "", text.index(s), text.index(s) + len(s))
+        for s in sentences
+    ]
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(ExtractionReport(uncovered_spans=spans).to_dict()), encoding="utf-8")
+    html, page = _read(render_review(rules, demo_policy, tmp_path / "r.html", report=report))
+    assert page.classes.get("uncov-ref") == 2 and len(page.ids) == len(set(page.ids))  # one span id, two spans
+    assert "the given rules" in html
+
+
 def test_missing_extra_is_named(
     tmp_path: Path, demo_rules: Path, demo_policy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
