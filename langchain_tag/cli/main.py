@@ -1,4 +1,4 @@
-"""The ``langchain-tag`` command line: extract, match, run, batch, demo, bench.
+"""The ``langchain-tag`` command line: extract, match, run, batch, review, demo, bench.
 
 Models come from :mod:`langchain_tag.local.models`, configured by environment
 variables (``LANGCHAIN_TAG_PROVIDER``, ``LANGCHAIN_TAG_BASE_URL``, ...): the
@@ -42,6 +42,7 @@ from langchain_tag.cli.options import (
     read_input,
     verdict_cache,
 )
+from langchain_tag.cli.review import add_review_command
 from langchain_tag.executors import EXECUTOR_PROMPTS
 from langchain_tag.graph import MODES
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
@@ -426,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_demo)
 
     add_batch_commands(sub, common)
+    add_review_command(sub, common)
     _add_plugin_commands(sub)
     return parser
 

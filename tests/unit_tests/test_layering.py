@@ -32,6 +32,8 @@ HEAVY = (
     "xllamacpp",
     "platformdirs",
     "ray",
+    "jinja2",
+    "matplotlib",
 )
 
 
@@ -199,7 +201,7 @@ LAYERS = (
         "langchain_tag.graph",
         "langchain_tag.integrations",
     ),
-    ("langchain_tag.scale", "langchain_tag.testing"),
+    ("langchain_tag.scale", "langchain_tag.testing", "langchain_tag.review"),
     ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.app"),
 )
 """The package's folders and top modules from the bottom up: a module imports nothing of a layer above its own."""

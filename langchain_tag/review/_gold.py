@@ -1,0 +1,172 @@
+"""Precision, recall and F1 of the verdicts against a gold file, and the threshold that would maximise F1.
+
+Only inputs both files hold are scored. The threshold is a suggestion: the
+page states it and what F1 it would give, it changes no verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from langchain_tag.review._files import VerdictRecord
+
+__all__ = ["Counts", "GoldScores", "score_gold"]
+
+
+@dataclass
+class Counts:
+    """True positives, false positives and false negatives, and what they give."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    @property
+    def precision(self) -> float | None:
+        """TP / (TP + FP); ``None`` when nothing was predicted."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        """TP / (TP + FN); ``None`` when the gold holds nothing."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+    @property
+    def f1(self) -> float | None:
+        """The harmonic mean of precision and recall; ``None`` when neither side holds anything.
+
+        >>> Counts(tp=2, fp=2, fn=0).f1
+        0.6666666666666666
+        """
+        total = 2 * self.tp + self.fp + self.fn
+        return 2 * self.tp / total if total else None
+
+
+@dataclass
+class GoldScores:
+    """The verdicts scored against a gold file.
+
+    Attributes:
+        per_rule: Rule id -> its counts, in rule-file order.
+        overall: The counts over every (input, rule) pair (micro average).
+        scored_inputs: Inputs both files hold.
+        verdicts_only: Inputs with verdicts but no gold line (not scored).
+        gold_only: Inputs with a gold line but no verdicts (not scored).
+        best_threshold: The score threshold that maximises overall F1 on this gold, if scores are known.
+        best_f1: The F1 it gives.
+        searched_from: The lowest threshold tried (the configured one when pairs below it have no score).
+    """
+
+    per_rule: dict[str, Counts]
+    overall: Counts
+    scored_inputs: int
+    verdicts_only: int
+    gold_only: int
+    best_threshold: float | None = None
+    best_f1: float | None = None
+    searched_from: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _best_threshold(
+    scored: Sequence[tuple[float, bool]], unscored_positives: int, floor: float | None
+) -> tuple[float, float] | None:
+    """The threshold (a score) whose cut gives the highest F1 over the scored pairs, and that F1.
+
+    ``unscored_positives`` gold pairs have no score (failed, or below the configured threshold without pairs): they
+    are false negatives at any threshold tried. Ties keep the higher threshold.
+
+    >>> _best_threshold([(0.9, True), (0.6, False), (0.4, True), (0.2, False)], 0, None)
+    (0.4, 0.8)
+    """
+    candidates = sorted({s for s, _ in scored if floor is None or s >= floor}, reverse=True)
+    if not candidates:
+        return None
+    positives = sum(1 for _, gold in scored if gold) + unscored_positives
+    ranked = sorted(scored, key=lambda p: -p[0])
+    best: tuple[float, float] | None = None
+    tp = fp = 0
+    i = 0
+    for cut in candidates:
+        while i < len(ranked) and ranked[i][0] >= cut:
+            tp, fp = tp + ranked[i][1], fp + (not ranked[i][1])
+            i += 1
+        total = tp + fp + positives
+        f1 = 2 * tp / total if total else 0.0
+        if best is None or f1 > best[1] + 1e-12:
+            best = (cut, f1)
+    return best
+
+
+def score_gold(
+    records: Sequence[VerdictRecord],
+    gold: Mapping[str, set[str]],
+    rule_ids: Sequence[str],
+    threshold: float | None,
+) -> GoldScores:
+    """Score the matched rules of each input against its gold rule ids.
+
+    Args:
+        records: The verdicts file's records.
+        gold: Input id -> the rule ids that should match it.
+        rule_ids: The rule file's ids, in order.
+        threshold: The threshold the verdicts were made at (with only matched scores known, no lower cut is tried).
+
+    >>> from langchain_tag.review._files import Pair, VerdictRecord
+    >>> recs = [VerdictRecord("a", 1, matched=[Pair("R1", True, 0.9, 0.9)]), VerdictRecord("b", 2)]
+    >>> s = score_gold(recs, {"a": {"R1"}, "b": {"R1"}}, ["R1"], 0.5)
+    >>> (s.overall.tp, s.overall.fn, s.overall.recall)
+    (1, 1, 0.5)
+    """
+    per_rule = {rule_id: Counts() for rule_id in rule_ids}
+    overall = Counts()
+    scored: list[tuple[float, bool]] = []
+    unscored_positives = 0
+    with_pairs = True
+    seen: set[str] = set()
+    for record in records:
+        if record.id not in gold:
+            continue
+        seen.add(record.id)
+        expected = gold[record.id]
+        predicted = {p.rule_id for p in record.matched}
+        for rule_id in rule_ids:
+            counts = per_rule[rule_id]
+            hit, want = rule_id in predicted, rule_id in expected
+            counts.tp += hit and want
+            counts.fp += hit and not want
+            counts.fn += want and not hit
+        if record.pairs is None:
+            with_pairs = False
+            known = {p.rule_id: p.score for p in record.matched}
+        else:
+            known = {p.rule_id: p.score for p in record.pairs if p.rule_id not in record.failed}
+        for rule_id in rule_ids:
+            score = known.get(rule_id)
+            if score is None:
+                unscored_positives += rule_id in expected
+            else:
+                scored.append((score, rule_id in expected))
+    for counts in per_rule.values():
+        overall.tp += counts.tp
+        overall.fp += counts.fp
+        overall.fn += counts.fn
+    floor = None if with_pairs else threshold
+    result = GoldScores(
+        per_rule=per_rule,
+        overall=overall,
+        scored_inputs=len(seen),
+        verdicts_only=sum(1 for r in records if r.id not in gold),
+        gold_only=len(set(gold) - {r.id for r in records}),
+        searched_from=floor,
+    )
+    best = _best_threshold(scored, unscored_positives, floor)
+    if best is not None:
+        result.best_threshold, result.best_f1 = best
+    if not with_pairs:
+        result.notes.append(
+            "the verdicts hold the matched pairs' scores only, so no threshold below the configured one was tried "
+            "(run the job with --all-pairs to search the whole range)"
+        )
+    return result
