@@ -18,7 +18,7 @@ import langchain_tag
 
 PACKAGE = Path(langchain_tag.__file__).parent
 BESIDE = ("langchain_tag.local", "langchain_tag.cli")
-EXTRA_WRAPPERS = ("langchain_tag.integrations", "langchain_tag.scale.ray_data")
+EXTRA_WRAPPERS = ("langchain_tag.integrations", "langchain_tag.scale.ray_data", "langchain_tag.agents")
 FORBIDDEN_FOR_CORE = (*BESIDE, "langchain_tag_bench")
 HEAVY = (
     "chromadb",
@@ -32,6 +32,7 @@ HEAVY = (
     "xllamacpp",
     "platformdirs",
     "ray",
+    "langchain",
 )
 
 
@@ -198,6 +199,7 @@ LAYERS = (
         "langchain_tag.cascade_retriever",
         "langchain_tag.graph",
         "langchain_tag.integrations",
+        "langchain_tag.agents",
     ),
     ("langchain_tag.scale", "langchain_tag.testing"),
     ("langchain_tag.local", "langchain_tag.cli"),
