@@ -44,10 +44,25 @@ from langchain_tag.rules import Rule
 from langchain_tag_bench.check_loop import BROKEN, RULE_CODES, ruff_codes
 from langchain_tag_bench.runlog import RunLog
 
-__all__ = ["METHODS", "JudgeCounter", "main", "rules_prompt", "run_one", "score"]
+__all__ = [
+    "METHODS",
+    "Builder",
+    "JudgeCounter",
+    "local_agents",
+    "main",
+    "rules_prompt",
+    "run",
+    "run_one",
+    "score",
+    "table",
+]
 
 METHODS = ("none", "all_rules", "similarity", "tag")
 """The rows, in table order."""
+
+Builder = Callable[[str], tuple[Any, "list[str] | None"]]
+"""Gives a method's agent for an input, and the rule ids it was given (``None``: the middleware's, from the state)."""
+
 
 SYSTEM = EXECUTOR_PROMPTS["code_review"].system
 HEADING = EXECUTOR_PROMPTS["code_review"].rules_intro
@@ -89,8 +104,10 @@ def run_one(agent: Any, code: str) -> dict[str, Any]:
     }
 
 
-def _agents(rules: Sequence[Rule], k: int, workdir: Path, preload: Callable[[Any], Any] | None) -> dict[str, Any]:
-    """Per method: a function of the input giving its agent, and the rules it was given (``None``: TAG's)."""
+def local_agents(
+    rules: Sequence[Rule], k: int, workdir: Path, preload: Callable[[Any], Any] | None
+) -> dict[str, Builder]:
+    """Per method, its :data:`Builder` on the embedded model (the judge's verdicts kept in ``workdir``)."""
     from langchain.agents import create_agent
 
     from langchain_tag.agents import TagMiddleware
@@ -110,8 +127,8 @@ def _agents(rules: Sequence[Rule], k: int, workdir: Path, preload: Callable[[Any
     by_id = {r.rule_id: r for r in rules}
     similar = similarity_retriever([r.to_document(content="search") for r in rules], get_embeddings(), k=k, chunk=False)
 
-    def fixed(chosen: Callable[[str], list[Rule]]) -> Callable[[str], tuple[Any, list[str]]]:
-        def build(code: str) -> tuple[Any, list[str]]:
+    def fixed(chosen: Callable[[str], list[Rule]]) -> Builder:
+        def build(code: str) -> tuple[Any, list[str] | None]:
             given = chosen(code)
             return create_agent(model, system_prompt=rules_prompt(given)), [r.rule_id for r in given]
 
@@ -125,18 +142,8 @@ def _agents(rules: Sequence[Rule], k: int, workdir: Path, preload: Callable[[Any
     }
 
 
-def run(
-    inputs: Sequence[str],
-    rules: Sequence[Rule],
-    methods: Sequence[str],
-    workdir: Path,
-    *,
-    k: int = 3,
-    preload: Callable[[Any], Any] | None = None,
-) -> RunLog:
-    """Run every method on every input not yet recorded in ``workdir``/records.jsonl; return the log."""
-    log = RunLog(workdir / "records.jsonl")
-    builders = _agents(rules, k, workdir, preload)
+def run(inputs: Sequence[str], builders: dict[str, Builder], methods: Sequence[str], log: RunLog) -> RunLog:
+    """Run every method on every input not yet recorded in ``log`` (appending each record as it finishes)."""
     for method in methods:
         for number, code in enumerate(inputs):
             if log.done(method, str(number)):
@@ -223,10 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         shipped = load_shipped_demo()
         inputs, rules, rule_codes, preload = _inputs(args.cases), shipped.rules, RULE_CODES, shipped.preload
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.score_only:
-        log = RunLog(args.out / "records.jsonl")
-    else:
-        log = run(inputs, rules, methods, args.out, k=args.k, preload=preload)
+    log = RunLog(args.out / "records.jsonl")
+    if not args.score_only:
+        run(inputs, local_agents(rules, args.k, args.out, preload), methods, log)
     records = [r for r in log.records() if r["method"] in methods and int(r["key"]) < len(inputs)]
     rows = score(records, inputs, rule_codes)
     print(f"# {args.set} set, {len(inputs)} inputs, similarity k={args.k}")
