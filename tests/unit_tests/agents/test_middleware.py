@@ -237,3 +237,17 @@ def test_constructor_errors() -> None:
         TagMiddleware(retriever, rules=RULES)
     with pytest.raises(ValueError, match="judge_input"):
         TagMiddleware(retriever, judge_input="assistant")  # type: ignore[arg-type]
+
+
+def test_a_cascade_retriever_works_as_the_middlewares_retriever() -> None:
+    from langchain_tag.cascade_retriever import CascadeRetriever
+
+    cheap_judge, strong_judge = fake_judge({"R1"}, with_logprobs=True), fake_judge({"R1", "R2"}, with_logprobs=True)
+    cheap = ApplicabilityRetriever(llm=cheap_judge, rules=RULES, calibration=None)
+    strong = ApplicabilityRetriever(llm=strong_judge, rules=RULES, calibration=None)
+    model = AgentModel(loops=1)
+    retriever = CascadeRetriever(cheap=cheap, strong=strong, low=0.05, high=0.2)  # the cheap NOs (0.1) go on
+    state = _agent(model, TagMiddleware(retriever)).invoke(_ask())
+    assert [m["rule_id"] for m in state["tag_matches"]] == ["R1", "R2"]  # R2: the strong judge's YES
+    assert all(RULES[1].action in s for s in model.systems)
+    assert (cheap_judge.calls, strong_judge.calls) == (3, 2)  # once per input, through the tool loop
