@@ -15,6 +15,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     hook_config,
 )
+from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -37,7 +38,7 @@ from langchain_tag.agents._state import (
 )
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.judging.results import MatchResult
-from langchain_tag.retrievers import ApplicabilityRetriever
+from langchain_tag.retrievers import FAILED_EVENT, ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents
 
 __all__ = ["TagMiddleware"]
@@ -69,6 +70,15 @@ def _failures(result: Any) -> list[JudgeFailure]:
     return [JudgeFailure(rule_id=j.rule_id, error=str(j.error)) for j in result.judgments if j.error is not None]
 
 
+def _failure_event(text: str, failures: Sequence[JudgeFailure]) -> dict[str, Any]:
+    """The data of the ``tag_judgments_failed`` event, as the retriever sends it."""
+    return {
+        "query": text,
+        "failed_rule_ids": [f["rule_id"] for f in failures],
+        "errors": {f["rule_id"]: f["error"] for f in failures},
+    }
+
+
 class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
     r"""Give the agent's model only the rules whose condition holds for the input, in its system message.
 
@@ -91,7 +101,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
     ``stream_mode="messages"`` and ``run.messages`` carry none of their tokens.
 
     **Failures** follow the retriever's ``strict``: with ``strict=False`` (the default) the agent goes on with
-    the rules that were judged and the failure is recorded in ``tag_failures`` and logged; with ``strict=True``
+    the rules that were judged and the failure is recorded in ``tag_failures``, logged, and sent to callbacks as
+    the retriever sends it (the custom event ``tag_judgments_failed``); with ``strict=True``
     the call raises :class:`~langchain_tag.judging.results.JudgmentsFailedError`.
 
     **Check** (``check=True``, off by default): after a final answer (no tool calls), the judge reads the
@@ -210,6 +221,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if matches is None:
             result = None if text is None else self.retriever.match(text, callbacks=internal_callbacks())
             matches, update = self._update(digest, result)
+            if update[FAILURES_KEY]:
+                dispatch_custom_event(FAILED_EVENT, _failure_event(str(text), update[FAILURES_KEY]))
         return self._respond(handler(self._request(request, matches)), update)
 
     @override
@@ -224,6 +237,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if matches is None:
             result = None if text is None else await self.retriever.amatch(text, callbacks=ainternal_callbacks())
             matches, update = self._update(digest, result)
+            if update[FAILURES_KEY]:
+                await adispatch_custom_event(FAILED_EVENT, _failure_event(str(text), update[FAILURES_KEY]))
         return self._respond(await handler(self._request(request, matches)), update)
 
     # ------------------------------------------------------------------ the optional check after the model

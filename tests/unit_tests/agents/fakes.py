@@ -91,10 +91,15 @@ def input_judge(yes: dict[str, str], **kwargs: Any) -> FakeChatModel:
 
 
 class RunRecorder(BaseCallbackHandler):
-    """Records the tags and metadata of every chat model run."""
+    """Records the tags and metadata of every chat model run, and the custom events."""
 
     def __init__(self) -> None:
         self.runs: list[tuple[list[str], dict[str, Any]]] = []
+        self.events: list[tuple[str, Any]] = []
+
+    @override
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.events.append((name, data))
 
     @override
     def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any) -> None:

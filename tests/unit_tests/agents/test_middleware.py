@@ -141,13 +141,18 @@ def _failing_judge() -> FakeChatModel:
     return FakeChatModel(respond=respond, with_logprobs=True)
 
 
-def test_a_failing_judge_without_strict_goes_on_with_the_judged_rules_and_records_the_failure() -> None:
+@pytest.mark.parametrize("run", ["sync", "async"])
+async def test_a_failing_judge_without_strict_goes_on_with_the_judged_rules_and_records_the_failure(run: str) -> None:
     model = AgentModel()
     agent = _agent(model, TagMiddleware(rules=RULES, judge=_failing_judge(), strict=False))
-    state = agent.invoke(_ask())
+    recorder = RunRecorder()
+    config: Any = {"callbacks": [recorder]}
+    state = agent.invoke(_ask(), config) if run == "sync" else await agent.ainvoke(_ask(), config)
     assert state["messages"][-1].content == "answer with R1,R3"
     assert [f["rule_id"] for f in state["tag_failures"]] == ["R2"]
     assert "judge unreachable" in state["tag_failures"][0]["error"]
+    ((name, data),) = recorder.events
+    assert name == "tag_judgments_failed" and data["failed_rule_ids"] == ["R2"] and data["query"] == CODE
 
 
 async def test_a_failing_judge_with_strict_fails_the_run() -> None:
