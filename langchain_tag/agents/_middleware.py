@@ -250,10 +250,14 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         matches = list(state.get(MATCHES_KEY) or [])
         if not isinstance(last, AIMessage) or last.tool_calls or not matches or not last.text.strip():
             return None
+        rules = check_rules(self.retriever.rules, matches)
+        if not rules:  # rules drawn from a vector store per input: not known here
+            logger.warning("the check found none of the matched rules among the retriever's rules; nothing checked")
+            return None
         previous = state.get(CHECK_KEY)
         digest = state.get(JUDGED_KEY, "")
         asked = previous is not None and previous["input"] == digest and previous["revision_asked"]
-        return last.text, matches, check_rules(self.retriever.rules, matches), asked
+        return last.text, matches, rules, asked
 
     def _checked(
         self, state: TagAgentState, asked: bool, matches: list[RuleMatch], result: MatchResult

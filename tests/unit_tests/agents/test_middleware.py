@@ -256,3 +256,18 @@ def test_a_cascade_retriever_works_as_the_middlewares_retriever() -> None:
     assert [m["rule_id"] for m in state["tag_matches"]] == ["R1", "R2"]  # R2: the strong judge's YES
     assert all(RULES[1].action in s for s in model.systems)
     assert (cheap_judge.calls, strong_judge.calls) == (3, 2)  # once per input, through the tool loop
+
+
+def test_rules_drawn_from_a_vector_store_are_given_and_the_check_skips_what_it_cannot_find() -> None:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from langchain_tag.testing import HashingEmbeddings
+
+    store = InMemoryVectorStore(HashingEmbeddings())
+    store.add_documents([r.to_document(content="search") for r in RULES])
+    judge = fake_judge({"R1", "R2", "R3"}, with_logprobs=True)
+    retriever = ApplicabilityRetriever(llm=judge, vectorstore=store, candidates=2)
+    model = AgentModel()
+    state = _agent(model, TagMiddleware(retriever, check=True)).invoke(_ask())
+    assert len(state["tag_matches"]) == 2 and judge.calls == 2  # the 2 candidates, judged
+    assert len(model.systems) == 1 and "tag_check" not in state  # their rules are not the retriever's to check
