@@ -18,7 +18,7 @@ from langchain_tag.judging.logodds import logit, sigmoid
 __all__ = ["Judgment", "JudgmentsFailedError", "MatchResult", "Reading", "contrast"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reading:
     """What one reply said about one (input, rule) pair, as read: the runner's record and the cache's entry.
 
@@ -48,7 +48,7 @@ class Reading:
     negation_p_yes: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Judgment(Reading):
     """The scored verdict for one (input, rule) pair: its reading, the score the threshold met, and the decision.
 

@@ -18,7 +18,12 @@ import langchain_tag
 
 PACKAGE = Path(langchain_tag.__file__).parent
 BESIDE = ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.app")
-EXTRA_WRAPPERS = ("langchain_tag.integrations", "langchain_tag.scale.ray_data", "langchain_tag.calls._direct")
+EXTRA_WRAPPERS = (
+    "langchain_tag.integrations",
+    "langchain_tag.scale.ray_data",
+    "langchain_tag.calls._direct",
+    "langchain_tag.agents",
+)
 FORBIDDEN_FOR_CORE = (*BESIDE, "langchain_tag_bench")
 HEAVY = (
     "chromadb",
@@ -34,6 +39,7 @@ HEAVY = (
     "ray",
     "jinja2",
     "matplotlib",
+    "langchain",
 )
 
 
@@ -200,6 +206,7 @@ LAYERS = (
         "langchain_tag.cascade_retriever",
         "langchain_tag.graph",
         "langchain_tag.integrations",
+        "langchain_tag.agents",
     ),
     ("langchain_tag.scale", "langchain_tag.testing", "langchain_tag.review"),
     ("langchain_tag.local", "langchain_tag.cli", "langchain_tag.app"),

@@ -10,16 +10,25 @@ from pathlib import Path
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_readme_chain_example_runs_as_printed() -> None:
+def _run_first_example(heading: str, most_lines: int) -> None:
+    """Run the first Python block after ``heading`` and compare what it prints with its ``# ->`` comment."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("## Replace a vector store retriever", 1)[1]
+    section = text.split(heading, 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
-    assert code.count("\n") <= 22
+    assert code.count("\n") <= most_lines
     expected = re.search(r"# -> (.*)", code).group(1).strip()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})
     assert out.getvalue().strip() == expected
+
+
+def test_readme_chain_example_runs_as_printed() -> None:
+    _run_first_example("## Replace a vector store retriever", 22)
+
+
+def test_readme_agent_example_runs_as_printed() -> None:
+    _run_first_example("## In an agent", 22)
 
 
 def test_readme_starts_with_the_two_commands() -> None:
