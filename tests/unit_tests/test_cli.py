@@ -773,12 +773,15 @@ def test_sigterm_stops_match_inputs_as_ctrl_c_does(
     child = subprocess.Popen(
         _fake_cli(0.05, *argv), cwd=REPO, env=_fake_cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    partial = tmp_path / ".out.jsonl.partial"
+
+    def partials() -> list[Path]:  # the job's own partial file, and its lock on out.jsonl
+        return [*tmp_path.glob(".out.jsonl.*.partial"), *tmp_path.glob(".out.jsonl.lock")]
+
     # until a few judgments are made (all 20 inputs x 5 rules take 5 s)
-    err = terminate_when(child, lambda: partial.exists() and judged(verdicts) >= 3, wait=30)
+    err = terminate_when(child, lambda: len(partials()) == 2 and judged(verdicts) >= 3, wait=30)
     assert child.returncode == 143, err
     assert "terminated" in err and f"kept in {verdicts}" in err and "Traceback" not in err
-    assert not out.exists() and not partial.exists()
+    assert not out.exists() and partials() == []
     assert not verdicts.with_name("v.sqlite-wal").exists()  # the cache was closed, not cut off
 
     rerun = scored_judge()
