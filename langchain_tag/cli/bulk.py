@@ -26,6 +26,9 @@ with --inputs, one JSON line per input, in input order:
   "applies": ..., "p_yes": ..., "score": ...}, ...], every rule in rule order.
   -o FILE appears whole or not at all: it is written beside FILE and renamed over it;
   a second job given the same -o FILE while the first writes it is refused.
+  Jobs sharing a verdict cache (--verdicts) never judge one pair twice: a job waits
+  for the pairs another is judging, says which job it waits for, and gives up (exit 1)
+  after 600 s; a claim older than an hour is taken over.
   An inputs file holding no input (empty, or blank lines only) gives an empty result
   and exit status 0, as sort and jq do (-o FILE is then an empty file).
 

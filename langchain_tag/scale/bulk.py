@@ -46,7 +46,13 @@ from tqdm.auto import tqdm
 from langchain_tag.calls.direct import DirectChat, ReplyCounter
 from langchain_tag.calls.own_loop import iterate_on_own_loop, loop_is_free
 from langchain_tag.calls.recorded import RecordedReplies
-from langchain_tag.calls.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
+from langchain_tag.calls.verdict_cache import (
+    Claims,
+    ClaimWaitError,
+    SQLiteVerdictCache,
+    VerdictCacheError,
+    VerdictStore,
+)
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import ProviderError, TagError
 from langchain_tag.judging.cascade import CascadeResult
@@ -310,8 +316,8 @@ class _Job:
             if self.claims is not None:
                 self.claims.wait(keys)  # pairs another job is judging are read from the cache once it stored them
             outcome: MatchResult | BaseException = _combined(self.retriever.match(item.text, callbacks=[recorder]))
-        except VerdictCacheError:
-            raise  # the verdicts cannot be kept: the job stops, its output unwritten
+        except (VerdictCacheError, ClaimWaitError):
+            raise  # verdicts that cannot be kept, pairs another job holds too long: the job stops, output unwritten
         except TagError as exc:
             outcome = exc
         finally:
@@ -329,7 +335,7 @@ class _Job:
                 await self.claims.await_(keys)
             found = await self.retriever.amatch(item.text, callbacks=[recorder])
             outcome: MatchResult | BaseException = _combined(found)
-        except VerdictCacheError:
+        except (VerdictCacheError, ClaimWaitError):
             raise
         except TagError as exc:
             outcome = exc
