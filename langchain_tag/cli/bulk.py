@@ -46,6 +46,8 @@ exit status:
 
 def bulk_match_asked(args: argparse.Namespace) -> bool:
     """Whether ``match`` was given ``--inputs FILE`` (many inputs) rather than one input; usage errors for a mix."""
+    if args.embeddings is not None and not args.cascade:
+        args.usage_error("--embeddings goes with --cascade (the embeddings of its proxy)")
     if args.inputs is None:
         if args.input is None:
             args.usage_error('give the input text (or "-" for stdin), or --inputs FILE for a JSONL file of inputs')
