@@ -26,6 +26,9 @@ with --cascade, a strong-judge label budget of pairs drawn at random (seeded) fi
 that, with probability >= 1 - delta, the job keeps >= --target-recall of the pairs the judge alone would
 say YES to (and, with --target-precision, that share of its YES are the judge's YES); only the pairs the
 proxy cannot clear go to the judge. Each "matched" entry then carries "judge": "strong" or "proxy".
+Recall and precision are measured against the judge's YES, not against the truth. When the proxy can
+decide no pair, the report says why and what would: the judge-YES labels the target needs, and the
+--label-budget likely to draw them at the YES rate seen on the labels.
 """
 
 
