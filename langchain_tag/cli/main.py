@@ -427,8 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="after a revision, check it against the matched rules and give the executor up to N more rounds "
-        "with the ones it still breaks (default 1; 0: no check)",
+        help="after a revision, have the judge read it against the matched rules and give the executor up to N "
+        "more rounds with the ones it reads as still broken (default 1; 0: no reading); the demo prints that "
+        "reading with how often such readings agreed with ruff on the benchmark (about chance)",
     )
     p.set_defaults(func=_cmd_demo)
 
