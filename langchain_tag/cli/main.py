@@ -424,12 +424,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--check-rounds",
-        type=int,
-        default=1,
+        type=non_negative_int,
+        default=0,
         metavar="N",
         help="after a revision, have the judge read it against the matched rules and give the executor up to N "
-        "more rounds with the ones it reads as still broken (default 1; 0: no reading); the demo prints that "
-        "reading with how often such readings agreed with ruff on the benchmark (about chance)",
+        "more rounds with the ones it reads as still broken, printing that reading with how often such readings "
+        "agreed with ruff on the benchmark (default 0: on the check-loop benchmark no reading at all agreed with "
+        "ruff more often, 14 of 15, than the embedded judge's, 7 of 15)",
     )
     p.set_defaults(func=_cmd_demo)
 

@@ -48,3 +48,15 @@ def test_the_cited_record_is_the_one_the_benchmark_page_shows() -> None:
     found = re.search(r"(\d+) % of (\d+)", row)
     assert found is not None and int(found.group(2)) == compared
     assert int(found.group(1)) == round(100 * agreed / compared)
+
+
+def test_the_demo_reads_no_revision_by_default() -> None:
+    """The check-loop page: the check off agreed with ruff on 14 of 15, the judge's reading on 7, at a call a rule."""
+    import inspect
+
+    from langchain_tag.cli.demo import run_demo
+    from langchain_tag.cli.main import build_parser
+
+    assert build_parser().parse_args(["demo"]).check_rounds == 0
+    assert inspect.signature(run_demo).parameters["check_rounds"].default == 0
+    assert build_parser().parse_args(["demo", "--check-rounds", "1"]).check_rounds == 1
