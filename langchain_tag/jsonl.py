@@ -1,6 +1,6 @@
 """The package's one JSON Lines reader: every file of rules, inputs, references or batch lines goes through it.
 
-A line that is not JSON is reported in one wording, ``FILE:LINE: not JSON (why)``;
+A line that is not JSON is reported in one wording, ``FILE:LINE: not JSON (why at column N)``;
 each caller turns it into its own error class (a rule file's, an inputs file's)
 and may add a hint of what a line should hold.
 """
@@ -38,7 +38,7 @@ def json_lines(lines: Iterable[str], where: str) -> Iterator[tuple[int, Any | Js
     >>> [(n, v) for n, v in json_lines(['{"a": 1}', "", '"x"'], "f.jsonl")]
     [(1, {'a': 1}), (3, 'x')]
     >>> str(next(json_lines(["{oops"], "f.jsonl"))[1])
-    'f.jsonl:1: not JSON (Expecting property name enclosed in double quotes)'
+    'f.jsonl:1: not JSON (Expecting property name enclosed in double quotes at column 2)'
     """
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -46,4 +46,17 @@ def json_lines(lines: Iterable[str], where: str) -> Iterator[tuple[int, Any | Js
         try:
             yield number, json.loads(line)
         except json.JSONDecodeError as exc:
-            yield number, JsonLineError(where, number, exc.msg)
+            yield number, JsonLineError(where, number, _reason(exc))
+
+
+def _reason(exc: json.JSONDecodeError) -> str:
+    """The decoder's message with the column it points at (some messages, "... at", need it to read whole).
+
+    >>> _reason(json.JSONDecodeError("Expecting value", '{"a": }', 6))
+    'Expecting value at column 7'
+    """
+    where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+    reason = f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
+    if exc.msg.startswith("Invalid control character"):
+        reason += r"; a tab or line break inside a string is written \t or \n"
+    return reason

@@ -19,8 +19,16 @@ violate a statement of the ruff policy (:mod:`langchain_tag_bench.ruff_cases`), 
 rules (:func:`~langchain_tag_bench.corpus.statement_rules`) and each statement's own ruff codes; the judge is
 the demo's, with its default calibration over those rules.
 
+``--variants`` then compares four ways to check the first revision against each matched rule ruff has a code
+for, ruff's verdict as gold (:func:`variant_checks`, :func:`score_variants`): the check off (it never says a
+rule still holds); today's absolute check (the rule judged on the revision alone); a differential check (the
+rule still holds unless its score fell from the original input to the revision); and the judge shown the
+original and the revision together, asked whether the revision still has what the rule describes. Each
+reading is appended to ``variants.jsonl`` as it is made, so a killed run resumes.
+
 ``python -m langchain_tag_bench.check_loop --cases 12 --out runs/check_loop``
 ``python -m langchain_tag_bench.check_loop --set ruff --cases 12 --out runs/check_loop_ruff``
+``python -m langchain_tag_bench.check_loop --cases 6 --rounds 0 --variants --out runs/check_variants``
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from typing import Any
 
 from langchain_tag_bench.ruff_cases import ruff_executable
 
-__all__ = ["RULE_CODES", "main", "ruff_codes", "ruff_set"]
+__all__ = ["RULE_CODES", "main", "paired_rule", "ruff_codes", "ruff_set", "score_variants", "variant_checks"]
 
 RULE_CODES: dict[str, tuple[str, ...]] = {
     "R-001": ("B006",),  # mutable default argument
@@ -104,10 +112,18 @@ def _strip_fence(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(inputs: Sequence[str], rounds: int, workdir: Path, rules: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+def run(
+    inputs: Sequence[str],
+    rounds: int,
+    workdir: Path,
+    rules: Sequence[Any] | None = None,
+    path: Path | None = None,
+) -> list[dict[str, Any]]:
     """Run the demo's graph with ``rounds`` extra rounds on each input; one record per input and round.
 
     ``rules``: the rules to match (default: the shipped demo rules, with their shipped reference figures).
+    ``path``: a JSONL file the records of each input are appended to as it finishes; the inputs it already
+    holds are not run again (a killed run resumes).
     """
     from langchain_tag.cli.demo import load_shipped_demo
     from langchain_tag.graph import build_tag_graph
@@ -124,8 +140,11 @@ def run(inputs: Sequence[str], rounds: int, workdir: Path, rules: Sequence[Any] 
     executor = get_chat_model(role="executor")
     retriever = ApplicabilityRetriever(llm=judge_llm, rules=list(rules), max_concurrency=1, cache=cache)
     graph = build_tag_graph(executor, retriever=retriever, executor="code_review", check_rounds=rounds)
-    records = []
+    records = _read_jsonl(path) if path is not None else []
+    done = {r["input"] for r in records}
     for number, code in enumerate(inputs):
+        if number in done:
+            continue
         start = time.perf_counter()
         outputs, checks, times = [code], [], []
         matched: list[str] = []
@@ -138,9 +157,10 @@ def run(inputs: Sequence[str], rounds: int, workdir: Path, rules: Sequence[Any] 
                     times.append(time.perf_counter() - start)
                 if node == "check":
                     checks.append([d.metadata["rule_id"] for d in change.get("remaining", [])])
+        found = []
         for extra in range(rounds + 1):
             at = min(extra + 1, len(outputs) - 1)  # an input the check passed keeps its last output
-            records.append(
+            found.append(
                 {
                     "input": number,
                     "extra_rounds": extra,
@@ -151,8 +171,151 @@ def run(inputs: Sequence[str], rounds: int, workdir: Path, rules: Sequence[Any] 
                     "seconds": times[at - 1],
                 }
             )
+        records.extend(found)
+        if path is not None:
+            _append_jsonl(path, found)
         print(f"input {number + 1}/{len(inputs)}: {len(outputs) - 1} round(s), {times[-1]:.0f} s", flush=True)
-    return records
+    return sorted(records, key=lambda r: (r["input"], r["extra_rounds"]))
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _append_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(r) + "\n" for r in rows))
+        handle.flush()
+
+
+# --------------------------------------------------------------------------- four ways to check a revision
+PAIRED_TEXT = "ORIGINAL CODE:\n{original}\n\nREVISED CODE (the code to judge):\n{revision}"
+"""The input a paired check shows the judge: the original and the revision, the revision named as the one judged."""
+
+
+def paired_rule(rule: Any) -> Any:
+    """``rule`` asked of a revision shown beside its original: does the revision still have what it describes?"""
+    condition = (
+        "the REVISED CODE still has what this describes (judge the revised code only; the original is shown "
+        f"for comparison): {rule.condition}"
+    )
+    return rule.model_copy(update={"condition": condition})
+
+
+def variant_checks(
+    inputs: Sequence[str],
+    records: Sequence[dict[str, Any]],
+    rule_codes: dict[str, tuple[str, ...]],
+    path: Path,
+    rules: Sequence[Any] | None = None,
+    judge_llm: Any = None,
+) -> list[dict[str, Any]]:
+    """For each first revision and matched rule with a ruff code: ruff's verdict and each check's reading.
+
+    The absolute and differential checks use the demo's judge and calibration (a rule "still holds" on the
+    absolute check when it is matched on the revision; on the differential one unless its score fell from the
+    original to the revision); the paired check asks the same model with the revision beside its original, at
+    raw P(YES) >= 0.5 (its rewritten rules have no calibration). Each reading is appended to ``path`` with the
+    seconds its judgment took (uncached: an in-memory verdict cache holding only the calibration's reference
+    judgments); pairs already in ``path`` are skipped.
+    """
+    from langchain_tag.cli.demo import load_shipped_demo
+    from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
+    from langchain_tag.retrievers import ApplicabilityRetriever
+
+    cache = InMemoryVerdictCache(max_size=None)
+    if rules is None:
+        shipped = load_shipped_demo()
+        shipped.preload(cache)
+        rules = shipped.rules
+    if judge_llm is None:
+        from langchain_tag.local.models import get_chat_model
+
+        judge_llm = get_chat_model(role="judge")
+    by_id = {r.rule_id: r for r in rules}
+    judge = ApplicabilityRetriever(llm=judge_llm, rules=list(rules), max_concurrency=1, cache=cache).judge
+    paired = ApplicabilityRetriever(
+        llm=judge_llm, rules=[paired_rule(r) for r in rules], max_concurrency=1, calibration=None, cache=cache
+    ).judge
+    rows = _read_jsonl(path)
+    done = {(r["input"], r["rule_id"]) for r in rows}
+    first = [r for r in records if r["extra_rounds"] == 0]
+    wanted = [(r, rule_id) for r in first for rule_id in r["matched"] if rule_codes.get(rule_id)]
+    found = ruff_codes([r["output"] for r in first], [c for group in rule_codes.values() for c in group])
+    ruff_by_input = {r["input"]: codes for r, codes in zip(first, found, strict=True)}
+    for number, (record, rule_id) in enumerate(wanted, start=1):
+        if (record["input"], rule_id) in done:
+            continue
+        rule, original, revision = by_id[rule_id], inputs[record["input"]], record["output"]
+        timed: dict[str, float] = {}
+        judged = {}
+        for name, which, text, asked in (
+            ("original", judge, original, rule),
+            ("absolute", judge, revision, rule),
+            ("paired", paired, PAIRED_TEXT.format(original=original, revision=revision), paired_rule(rule)),
+        ):
+            start = time.perf_counter()
+            judged[name] = which.judge(text, [asked]).judgments[0]
+            timed[name] = time.perf_counter() - start
+        row = {
+            "input": record["input"],
+            "rule_id": rule_id,
+            "ruff_still": bool(ruff_by_input[record["input"]] & set(rule_codes[rule_id])),
+            "score_original": judged["original"].score,
+            "score_revision": judged["absolute"].score,
+            "absolute_still": bool(judged["absolute"].applies),
+            "paired_p_yes": judged["paired"].p_yes,
+            "paired_still": bool(judged["paired"].applies),
+            "seconds_original": timed["original"],
+            "seconds_absolute": timed["absolute"],
+            "seconds_paired": timed["paired"],
+        }
+        rows.append(row)
+        _append_jsonl(path, [row])
+        print(f"variant check {number}/{len(wanted)}: input {record['input']} {rule_id}", flush=True)
+    return rows
+
+
+def _drop_still(row: dict[str, Any], margin: float) -> bool:
+    """The differential check: the rule still holds unless its score fell by more than ``margin``."""
+    before, after = row["score_original"], row["score_revision"]
+    if before is None or after is None:
+        return bool(row["absolute_still"])  # no scores (no logprobs): the absolute reading
+    return not before - after > margin
+
+
+def score_variants(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per check: its agreement with ruff on whether each first revision still breaks the rule, and its cost.
+
+    Cost per checked rule: the judge calls the check adds to a revise-then-check round, and their seconds (the
+    differential check adds none: the original's score is the retrieval's, the revision's the absolute one's).
+    """
+    checks: list[tuple[str, Any, int, str | None]] = [
+        ("off (never says it still holds)", lambda r: False, 0, None),
+        ("absolute (today's: the rule judged on the revision)", lambda r: r["absolute_still"], 1, "seconds_absolute"),
+        ("differential (still holds unless its score fell)", lambda r: _drop_still(r, 0.0), 1, "seconds_absolute"),
+        ("differential (... fell by more than 0.10)", lambda r: _drop_still(r, 0.10), 1, "seconds_absolute"),
+        ("paired (original and revision shown together)", lambda r: r["paired_still"], 1, "seconds_paired"),
+    ]
+    out = []
+    for name, still, calls, seconds in checks:
+        agree = sum(bool(still(r)) == r["ruff_still"] for r in rows)
+        says = sum(bool(still(r)) for r in rows)
+        out.append(
+            {
+                "check": name,
+                "pairs": len(rows),
+                "ruff_still": sum(r["ruff_still"] for r in rows),
+                "says_still": says,
+                "agrees": agree,
+                "agreement": agree / len(rows) if rows else None,
+                "judge_calls_per_rule": calls,
+                "seconds_per_rule": (sum(r[seconds] for r in rows) / len(rows)) if seconds and rows else 0.0,
+            }
+        )
+    return out
 
 
 def score(
@@ -211,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--score-only", action="store_true", help="score the records already in --out")
     parser.add_argument("--set", choices=("demo", "ruff"), default="demo")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "langchain-tag")
+    parser.add_argument("--variants", action="store_true", help="then compare four checks of the first revision")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rules: list[Any] | None = None
@@ -221,9 +385,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         inputs = _inputs(args.cases)
     path = args.out / "records.jsonl"
     if not args.score_only:
-        records = run(inputs, args.rounds, args.out, rules)
-        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        run(inputs, args.rounds, args.out, rules, path=path)
+    records = sorted(_read_jsonl(path), key=lambda r: (r["input"], r["extra_rounds"]))
+    if args.variants:
+        variants = args.out / "variants.jsonl"
+        if not args.score_only:
+            variant_checks(inputs, records, rule_codes, variants, rules)
+        _print_variants(score_variants(_read_jsonl(variants)))
     rows = score(records, inputs, rule_codes)
     what = "shipped demo rules" if args.set == "demo" else "the ruff policy's statements as rules"
     print(f"# {len(inputs)} inputs, {what}, ruff codes per rule: {rule_codes}")
@@ -246,6 +414,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print(json.dumps(rows))
     return 0
+
+
+def _print_variants(rows: Sequence[dict[str, Any]]) -> None:
+    pairs = rows[0]["pairs"] if rows else 0
+    still = rows[0]["ruff_still"] if rows else 0
+    print(
+        f"# first revisions: {pairs} (revision, matched rule with a ruff code) pairs, ruff finds {still} still broken"
+    )
+    print("| check | says still broken | agrees with ruff | judge calls per checked rule | seconds per checked rule |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        agreement = "-" if row["agreement"] is None else f"{row['agrees']} of {row['pairs']} ({row['agreement']:.0%})"
+        print(
+            f"| {row['check']} | {row['says_still']} | {agreement} | {row['judge_calls_per_rule']} "
+            f"| {row['seconds_per_rule']:.1f} |"
+        )
+    print(json.dumps(rows))
 
 
 if __name__ == "__main__":

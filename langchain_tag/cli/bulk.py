@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from langchain_tag.cli.exits import EXIT_JUDGMENTS_FAILED
 from langchain_tag.cli.options import judging_retriever, verdicts_path
 from langchain_tag.cli.output import write_records
 
-__all__ = ["MATCH_EPILOG", "bulk_match_asked", "cmd_match_inputs", "what_was_kept", "write_corpus"]
+__all__ = ["MATCH_EPILOG", "bulk_match_asked", "cmd_match_inputs", "decisions_model", "what_was_kept", "write_corpus"]
 
 MATCH_EPILOG = """\
 with --inputs, one JSON line per input, in input order:
@@ -25,7 +24,13 @@ with --inputs, one JSON line per input, in input order:
   failed, too long for the model, a text UTF-8 cannot encode) also gets "error",
   with every rule under "failed". --all-pairs adds "pairs": [{"rule_id": ...,
   "applies": ..., "p_yes": ..., "score": ...}, ...], every rule in rule order.
-  -o FILE appears whole or not at all: it is written beside FILE and renamed over it.
+  -o FILE appears whole or not at all: it is written beside FILE and renamed over it;
+  a second job given the same -o FILE while the first writes it is refused.
+  Jobs sharing a verdict cache (--verdicts) never judge one pair twice: a job waits
+  for the pairs another is judging, says which job it waits for, and gives up (exit 1)
+  after 600 s; a claim older than an hour is taken over.
+  An inputs file holding no input (empty, or blank lines only) gives an empty result
+  and exit status 0, as sort and jq do (-o FILE is then an empty file).
 
 exit status:
   0    every judgment was made
@@ -41,6 +46,8 @@ exit status:
 
 def bulk_match_asked(args: argparse.Namespace) -> bool:
     """Whether ``match`` was given ``--inputs FILE`` (many inputs) rather than one input; usage errors for a mix."""
+    if args.embeddings is not None and not args.cascade:
+        args.usage_error("--embeddings goes with --cascade (the embeddings of its proxy)")
     if args.inputs is None:
         if args.input is None:
             args.usage_error('give the input text (or "-" for stdin), or --inputs FILE for a JSONL file of inputs')
@@ -66,11 +73,15 @@ def cmd_match_inputs(args: argparse.Namespace) -> int:
     from langchain_tag.rules import load_rules
     from langchain_tag.scale.bulk import check_output_path
 
-    items = _bulk_inputs(args.inputs)  # a bad line, or no input at all, is refused before any model starts
+    items = _bulk_inputs(args.inputs)  # a bad line is refused before any model starts
     if args.output not in (None, "-"):
         check_output_path(args.output)  # and so is a place the results could not be written to
     rules = load_rules(args.rules)
-    judge = _decisions_model() if args.decisions else get_chat_model(role="judge")
+    if not items:  # nothing to judge: an empty result, as sort and jq give for an empty input
+        where = write_records([], args.output)
+        print(f"0 inputs: {_inputs_name(args.inputs)} holds none; wrote an empty result to {where}", file=sys.stderr)
+        return 0
+    judge = decisions_model() if args.decisions else get_chat_model(role="judge")
     retriever = judging_retriever(args, judge, rules, context_tokens=ModelConfig.from_env().context_window())
     if args.cascade:
         from langchain_tag.cli.cascade import run_cascade
@@ -79,7 +90,7 @@ def cmd_match_inputs(args: argparse.Namespace) -> int:
     return write_corpus(args, items, retriever)
 
 
-def _decisions_model() -> Any:
+def decisions_model() -> Any:
     """An ``OpenAIDecisions`` judge at the configured endpoint, with the configured judge model and key."""
     from langchain_tag.errors import require_extra
     from langchain_tag.local.models import ModelConfig
@@ -99,18 +110,16 @@ def _decisions_model() -> Any:
 
 
 def _bulk_inputs(value: str) -> list[Any]:
-    """The inputs of ``--inputs FILE`` ("-": standard input, read as UTF-8); refused when there are none."""
-    from langchain_tag.scale.inputs import InputsError, read_inputs, read_inputs_from
+    """The inputs of ``--inputs FILE`` ("-": standard input, read as UTF-8); none for a file without any."""
+    from langchain_tag.scale.inputs import read_inputs, read_inputs_from
 
-    stdin = value == "-"
-    items = read_inputs_from(getattr(sys.stdin, "buffer", sys.stdin), "stdin") if stdin else read_inputs(value)
-    if not items:
-        raise InputsError(
-            f"{'stdin' if stdin else value}: no inputs (no line holds one); "
-            'write one JSON string or {"id": ..., "text": ...} per line',
-            path=None if stdin else Path(value),
-        )
-    return items
+    if value == "-":
+        return read_inputs_from(getattr(sys.stdin, "buffer", sys.stdin), "stdin")
+    return read_inputs(value)
+
+
+def _inputs_name(value: str) -> str:
+    return "stdin" if value == "-" else value
 
 
 def _with_unsendable(

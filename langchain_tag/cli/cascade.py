@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["CASCADE_EPILOG", "add_cascade_options", "run_cascade"]
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+__all__ = ["CASCADE_EPILOG", "add_cascade_options", "embeddings_spec", "load_embeddings", "run_cascade"]
 
 CASCADE_EPILOG = """\
 with --cascade, a strong-judge label budget of pairs drawn at random (seeded) fixes proxy thresholds such
 that, with probability >= 1 - delta, the job keeps >= --target-recall of the pairs the judge alone would
 say YES to (and, with --target-precision, that share of its YES are the judge's YES); only the pairs the
 proxy cannot clear go to the judge. Each "matched" entry then carries "judge": "strong" or "proxy".
+Recall and precision are measured against the judge's YES, not against the truth. When the proxy can
+decide no pair, the report says why and what would: the judge-YES labels the target needs, and the
+--label-budget likely to draw them at the YES rate seen on the labels.
 """
 
 
@@ -80,6 +87,14 @@ def add_cascade_options(parser: argparse.ArgumentParser) -> None:
         help="a cheap judge whose P(YES) is a feature of --proxy learned: a model name at the configured "
         "endpoint, or 0.5b / 1.5b for an embedded model",
     )
+    group.add_argument(
+        "--embeddings",
+        type=embeddings_spec,
+        metavar="SPEC",
+        help="the embeddings of the cosine: minilm (default: the packaged all-MiniLM-L6-v2, the embeddings "
+        "extra), openai:MODEL (an embedding model at the configured endpoint), or MODULE:NAME (a LangChain "
+        "Embeddings, or a class or function returning one, imported from your own code)",
+    )
     group.add_argument("--seed", type=int, default=0, help="seed of the label draw (default: %(default)s)")
     group.add_argument("--cascade-report", metavar="FILE", help="also write the cascade's report here (JSON)")
 
@@ -91,7 +106,6 @@ def run_cascade(args: argparse.Namespace, items: list[Any], retriever: Any) -> i
         0, or 3 when some strong judgments failed (as ``match --inputs``).
     """
     from langchain_tag.cli.output import write_records
-    from langchain_tag.local.models import get_embeddings
     from langchain_tag.scale.cascade_job import CascadeTargets, cascade_corpus
 
     recall = args.target_recall
@@ -108,8 +122,9 @@ def run_cascade(args: argparse.Namespace, items: list[Any], retriever: Any) -> i
         seed=args.seed,
     )
     cheap = _cheap_retriever(args, retriever) if args.cheap_model else None
+    embeddings = load_embeddings(args.embeddings or "minilm")
     records, report = cascade_corpus(
-        items, retriever, get_embeddings(), targets=targets, cheap=cheap, all_pairs=args.all_pairs
+        items, retriever, embeddings, targets=targets, cheap=cheap, all_pairs=args.all_pairs
     )
     where = write_records(records, args.output)
     if args.cascade_report:
@@ -118,6 +133,68 @@ def run_cascade(args: argparse.Namespace, items: list[Any], retriever: Any) -> i
     print(report.summary(), file=sys.stderr)
     print(f"{len(items)} inputs, {matched} matched rules; wrote {where}", file=sys.stderr)
     return 3 if report.failed else 0
+
+
+def embeddings_spec(text: str) -> str:
+    """An argparse type: ``minilm``, ``openai:MODEL`` or ``MODULE:NAME`` (checked for its form only)."""
+    spec = text.strip()
+    if spec == "minilm":
+        return spec
+    head, sep, tail = spec.partition(":")
+    if sep and head and tail and (head == "openai" or all(part.isidentifier() for part in f"{head}.{tail}".split("."))):
+        return spec
+    raise argparse.ArgumentTypeError(
+        f"expected minilm, openai:MODEL, or MODULE:NAME (e.g. mypkg.embed:make), got {text!r}"
+    )
+
+
+def load_embeddings(spec: str) -> Embeddings:
+    """The embeddings ``--embeddings SPEC`` names (:func:`embeddings_spec`).
+
+    Raises:
+        ValueError: When ``MODULE:NAME`` cannot be imported or is not (and does not make) LangChain ``Embeddings``.
+        MissingExtraError: When the extra the embeddings need is not installed.
+    """
+    from langchain_core.embeddings import Embeddings
+
+    if spec == "minilm":
+        from langchain_tag.local.models import get_embeddings
+
+        return get_embeddings()
+    head, _, tail = spec.partition(":")
+    if head == "openai":
+        return _openai_embeddings(tail)
+    try:
+        module = importlib.import_module(head)
+    except ImportError as exc:
+        raise ValueError(f"--embeddings {spec}: cannot import {head} ({exc})") from exc
+    if not hasattr(module, tail):
+        raise ValueError(f"--embeddings {spec}: {head} has no {tail}")
+    found = getattr(module, tail)
+    if not isinstance(found, Embeddings) and callable(found):
+        try:
+            found = found()
+        except Exception as exc:
+            raise ValueError(f"--embeddings {spec}: calling it failed ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(found, Embeddings):
+        raise ValueError(
+            f"--embeddings {spec}: {type(found).__name__} is not a LangChain Embeddings (nor makes one when called)"
+        )
+    return found
+
+
+def _openai_embeddings(model: str) -> Embeddings:
+    """An embedding model at the configured OpenAI-compatible endpoint, with its key."""
+    from langchain_tag.errors import require_extra
+    from langchain_tag.local.models import ModelConfig
+
+    require_extra("langchain_openai", "openai")
+    from langchain_openai import OpenAIEmbeddings
+    from pydantic import SecretStr
+
+    cfg = ModelConfig.from_env()
+    key = SecretStr(cfg.api_key) if cfg.api_key else None
+    return OpenAIEmbeddings(model=model, base_url=cfg.base_url, api_key=key, max_retries=cfg.max_retries)
 
 
 def _cheap_retriever(args: argparse.Namespace, strong: Any) -> Any:

@@ -38,6 +38,7 @@ from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
 
 __all__ = [
+    "CHECK_AGREEMENT",
     "DEMO_INPUTS",
     "DemoRow",
     "ShippedDemo",
@@ -58,6 +59,12 @@ DEMO_INPUTS: tuple[str, ...] = (
     'import os, sys\n\nAPI_KEY = "sk-live-4f9a2c"\n\ntry:\n    connect(API_KEY)\nexcept:\n    pass',
     'from helpers import *\n\ndef greet(name):\n    return "Hello, %s!" % name',
 )
+
+
+CHECK_AGREEMENT = (7, 15)
+"""How often the embedded judge's reading of a revision agreed with ruff on the check-loop benchmark: 7 of 15
+(input, matched rule with a ruff code) pairs of the demo set, with the demo's default of one extra round
+(``benchmarks/results/first-run.md``, ``python -m langchain_tag_bench.check_loop``)."""
 
 
 @dataclass
@@ -208,7 +215,7 @@ def run_demo(
     store: Path | None = None,
     verdicts: Path | None = None,
     shipped: ShippedDemo | None = None,
-    check_rounds: int = 1,
+    check_rounds: int = 0,
     out: TextIO = sys.stdout,
     log: TextIO = sys.stderr,
 ) -> list[DemoRow]:
@@ -229,8 +236,11 @@ def run_demo(
             (None: judgments are kept in memory for this run only).
         shipped: The shipped rules and reference verdicts (:func:`load_shipped_demo`): used instead of
             extracting (``extractor`` is then not called); None extracts live.
-        check_rounds: After the revision, the judge checks it against the matched rules; while some still
-            hold, the executor gets this many more rounds with just those (0: no check).
+        check_rounds: After the revision, the judge reads it against the matched rules; while it reads some as
+            still broken, the executor gets up to this many more rounds with just those, and the demo prints
+            the judge's reading with its benchmark record (:data:`CHECK_AGREEMENT`). Default 0: on the
+            check-loop benchmark, no check agreed with ruff more often (14 of 15) than the embedded judge's
+            reading (7 of 15).
         out: Stream for the comparison.
         log: Stream for progress lines.
 
@@ -345,12 +355,30 @@ def render_row(number: int, row: DemoRow, rules: dict[str, Rule], width: int = 1
 
 
 def _check_lines(row: DemoRow, rules: dict[str, Rule]) -> str:
-    """What the judge found when it checked the final revision against the matched rules."""
+    """The judge's reading of the final revision against the matched rules, with how far such readings go.
+
+    Its reading, never a finding: on the check-loop benchmark the embedded judge's reading of a revision agreed
+    with ruff about as often as a coin would (:data:`CHECK_AGREEMENT`).
+    """
     if not row.checked:
         return ""
+    agreed, compared = CHECK_AGREEMENT
+    record = (
+        f"(a reading, not a check: on the check-loop benchmark such readings agreed with ruff on {agreed} of "
+        f"{compared} rule checks, {agreed / compared:.0%}, about chance)".replace("%", " %")
+    )
     if not row.remaining:
-        return f"Checked: the revision breaks none of the {row.checked} matched rules.\n"
-    lines = [f"Checked: the revision still breaks {len(row.remaining)} of the {row.checked} matched rules:"]
+        return (
+            textwrap.fill(f"The judge reads the revision as following all {row.checked} matched rules {record}.", 100)
+            + "\n"
+        )
+    lines = [
+        textwrap.fill(
+            f"The judge reads the revision as going against {len(row.remaining)} of the {row.checked} matched "
+            f"rules {record}:",
+            100,
+        )
+    ]
     for rule_id, score in row.remaining:
         shown = f" (score {score:.2f})" if score is not None else ""
         lines.append(f"- {rule_id} {rules[rule_id].rule_name}{shown}")

@@ -16,6 +16,7 @@ from langchain_tag.calls.identity import redact_urls
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_JUDGMENTS_FAILED",
+    "EXIT_STATUS_HELP",
     "EXIT_STDOUT_CLOSED",
     "EXIT_TERMINATED",
     "Terminated",
@@ -38,6 +39,18 @@ EXIT_TERMINATED = 143
 
 EXIT_STDOUT_CLOSED = 141
 """Exit status when the reader of standard output went away (128 + SIGPIPE, what ``yes | head -1`` gives ``yes``)."""
+
+
+EXIT_STATUS_HELP = """\
+exit status:
+  0    done (match: every judgment was made)
+  1    an error, in one line naming the file or setting at fault (--debug shows the traceback)
+  2    a usage error: an unknown option, a value out of range (e.g. --threshold 1.5)
+  3    match: some judgments failed and were counted NO (listed under "failed")
+  130  Ctrl-C; 143 SIGTERM: what was judged stays in the verdict cache, an -o FILE is left as it was
+  141  standard output was closed early (e.g. "| head"), as a Unix tool SIGPIPE ends
+"""
+"""The exit statuses every command shares, for the top-level ``--help``."""
 
 
 def one_line(exc: BaseException) -> str:

@@ -20,13 +20,15 @@ from typing import Any, NoReturn
 
 from typing_extensions import override
 
+from langchain_tag import __version__
 from langchain_tag.calls.identity import install_redaction
 from langchain_tag.cli.batch import add_batch_commands
-from langchain_tag.cli.bulk import MATCH_EPILOG, bulk_match_asked, cmd_match_inputs, what_was_kept
+from langchain_tag.cli.bulk import MATCH_EPILOG, bulk_match_asked, cmd_match_inputs, decisions_model, what_was_kept
 from langchain_tag.cli.cascade import CASCADE_EPILOG, add_cascade_options
 from langchain_tag.cli.exits import (
     EXIT_INTERRUPTED,
     EXIT_JUDGMENTS_FAILED,
+    EXIT_STATUS_HELP,
     EXIT_STDOUT_CLOSED,
     EXIT_TERMINATED,
     Terminated,
@@ -40,6 +42,7 @@ from langchain_tag.cli.options import (
     non_negative_int,
     positive_int,
     read_input,
+    unit_float,
     verdict_cache,
 )
 from langchain_tag.cli.review import add_review_command
@@ -123,7 +126,8 @@ def _cmd_match(args: argparse.Namespace) -> int:
         return cmd_match_inputs(args)
     rules = load_rules(args.rules)
     context_tokens = ModelConfig.from_env().context_window()
-    retriever = judging_retriever(args, get_chat_model(role="judge"), rules, context_tokens=context_tokens)
+    judge = decisions_model() if args.decisions else get_chat_model(role="judge")
+    retriever = judging_retriever(args, judge, rules, context_tokens=context_tokens)
     result = retriever.match(read_input(args.input))
     by_id = {r.rule_id: r for r in rules}
     matched = result.matched if args.k is None else result.matched[: args.k]
@@ -243,9 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="langchain-tag",
         description="Task-Aligned Retrieval: extract rules, match them to inputs, run the executor.",
-        epilog="Models: set LANGCHAIN_TAG_PROVIDER=openai with LANGCHAIN_TAG_BASE_URL / LANGCHAIN_TAG_API_KEY / "
-        "LANGCHAIN_TAG_MODEL for any OpenAI-compatible endpoint; the default is the embedded local model.",
+        epilog="models: set LANGCHAIN_TAG_PROVIDER=openai with LANGCHAIN_TAG_BASE_URL, LANGCHAIN_TAG_API_KEY and\n"
+        "  LANGCHAIN_TAG_MODEL for any OpenAI-compatible endpoint; the default is the embedded local model.\n\n"
+        + EXIT_STATUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting one given before it.
     common = _Parser(add_help=False)
@@ -344,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
     p.add_argument(
         "--threshold",
-        type=float,
+        type=unit_float,
         help="calibrated score needed when the model gives logprobs (default: the calibration's, else 0.5)",
     )
     p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
@@ -418,11 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--check-rounds",
-        type=int,
-        default=1,
+        type=non_negative_int,
+        default=0,
         metavar="N",
-        help="after a revision, check it against the matched rules and give the executor up to N more rounds "
-        "with the ones it still breaks (default 1; 0: no check)",
+        help="after a revision, have the judge read it against the matched rules and give the executor up to N "
+        "more rounds with the ones it reads as still broken, printing that reading with how often such readings "
+        "agreed with ruff on the benchmark (default 0: on the check-loop benchmark no reading at all agreed with "
+        "ruff more often, 14 of 15, than the embedded judge's, 7 of 15)",
     )
     p.set_defaults(func=_cmd_demo)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ __all__ = [
     "non_negative_int",
     "positive_int",
     "read_input",
+    "unit_float",
     "verdict_cache",
     "verdicts_path",
 ]
@@ -52,6 +54,17 @@ positive_int = int_at_least(1, "a positive integer")
 non_negative_int = int_at_least(0, "a non-negative integer")
 
 
+def unit_float(text: str) -> float:
+    """An argparse type: a number between 0 and 1 (a score threshold); anything else is a usage error (exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
+
+
 def add_cache_options(p: argparse.ArgumentParser) -> None:
     """``--verdicts FILE`` and ``--no-cache``: where the judge's verdicts are kept (:func:`verdict_cache`)."""
     p.add_argument(
@@ -65,7 +78,9 @@ def add_cache_options(p: argparse.ArgumentParser) -> None:
 def add_judge_options(p: argparse.ArgumentParser) -> None:
     """The options that decide which judgments are asked and how they are scored (as in ``match``)."""
     p.add_argument("--predicate", choices=sorted(JUDGE_PROMPTS), default="applicability")
-    p.add_argument("--threshold", type=float, help="calibrated score needed (default: the calibration's, else 0.5)")
+    p.add_argument(
+        "--threshold", type=unit_float, help="calibrated score needed (default: the calibration's, else 0.5)"
+    )
     p.add_argument("--calibration", help="a calibration JSON file (Calibration.save); default: the model family's")
     p.add_argument("--raw", action="store_true", help="no calibration: threshold raw P(YES)")
     p.add_argument(

@@ -255,17 +255,18 @@ class Judge(ABC):
         failed = result.failed
         if not failed:
             return result
+        # A request asking about several pairs (a decision model's) counts its attempts on its first pair only.
+        counts = sorted({j.attempts for j in failed if j.attempts}) or [max(j.attempts for j in result.judgments)]
         if len(failed) == len(result.judgments) and all(not j.reply for j in failed):
             raise ProviderError(
                 f"all {len(result.judgments)} judgments failed calling {describe_model(self.llm)}; "
-                f"last: judgment of rule {failed[-1].rule_id} after {failed[-1].attempts} attempt(s): "
+                f"last: judgment of rule {failed[-1].rule_id} after {failed[-1].attempts or counts[-1]} attempt(s): "
                 f"{failed[-1].error}",
                 errors=tuple(dict.fromkeys(j.error or "" for j in failed)),
             )
         ids = [j.rule_id for j in failed]
         # The attempts each failed pair really had (a fault not to be resent fails on its first); the requests
         # the model's own client sent again are counted in each error ("3 requests sent, 2 of them by its client").
-        counts = sorted({j.attempts for j in failed})
         attempts = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         if self.settings.strict:
             raise JudgmentsFailedError(

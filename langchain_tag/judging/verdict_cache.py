@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -39,7 +40,10 @@ from langchain_tag.errors import TagError
 from langchain_tag.judging.read import READER_VERSION
 from langchain_tag.judging.results import Reading
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
+    "ClaimWaitError",
     "Claims",
     "InMemoryVerdictCache",
     "SQLiteVerdictCache",
@@ -262,13 +266,41 @@ _LIVE_OWNERS: set[str] = set()
 """The claim owners of this process whose jobs are still running."""
 _HOST = socket.gethostname()
 
+CLAIM_TTL = 3600.0
+"""Seconds a claim is trusted, on any host: an older one is taken over (a suspended job, a reused PID)."""
+
+CLAIM_WAIT_LIMIT = 600.0
+"""Seconds a job waits for pairs another job claimed before it gives up (:class:`ClaimWaitError`)."""
+
+CLAIM_POLL = 0.05
+"""Seconds between two looks at pairs another job is judging."""
+
+CLAIM_NOTE_EVERY = 60.0
+"""Seconds between two log lines of a job still waiting."""
+
+
+class ClaimWaitError(TagError):
+    """A job gave up waiting for pairs another job sharing its verdict cache claimed and did not finish.
+
+    Attributes:
+        path: The verdict cache file.
+        keys: The keys of the pairs still claimed.
+    """
+
+    def __init__(self, message: str, *, path: str | Path, keys: Sequence[str]) -> None:
+        super().__init__(message)
+        self.path = path
+        self.keys = list(keys)
+
 
 def _alive(owner: str, created: float, now: float, ttl: float) -> bool:
-    """Whether the job that made a claim still runs: its process on this host, else younger than ``ttl``."""
+    """Whether the job that made a claim still runs: younger than ``ttl``, and its process alive on this host."""
+    if now - created >= ttl:
+        return False  # on this host too: a stopped (SIGSTOP) job, or a PID reused by another process
     host, _, rest = owner.partition(":")
     pid_text, _, _token = rest.partition(":")
     if host != _HOST or not pid_text.isdigit():
-        return now - created < ttl
+        return True
     pid = int(pid_text)
     if pid == os.getpid():
         return owner in _LIVE_OWNERS
@@ -372,17 +404,17 @@ class SQLiteVerdictCache:
         """
         self._writes.flush()
 
-    def claim(self, keys: Sequence[str], owner: str, *, ttl: float = 3600.0) -> list[str]:
+    def claim(self, keys: Sequence[str], owner: str, *, ttl: float = CLAIM_TTL) -> list[str]:
         """Claim the keys no verdict is stored under for ``owner``; return those another running job claimed.
 
         Jobs sharing the file claim a pair before judging it, so none judges what
-        another is judging; a claim of a job that ended (its process is gone, or
-        on another host, older than ``ttl`` seconds) is taken over.
+        another is judging; a claim of a job that ended (its process on this host
+        is gone) or that is older than ``ttl`` seconds (on any host) is taken over.
 
         Args:
             keys: The pairs' keys.
             owner: The claiming job (:class:`Claims`).
-            ttl: Seconds a claim made on another host is trusted.
+            ttl: Seconds a claim is trusted.
         """
         if not keys:
             return []
@@ -419,6 +451,23 @@ class SQLiteVerdictCache:
             raise VerdictCacheError(self.path, exc) from exc
         return held
 
+    def claimants(self, keys: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """Who claimed ``keys``: each owner's count of them and the time of its oldest claim (for messages)."""
+        found: dict[str, tuple[int, float]] = {}
+        conn = self._file.connection()
+        wanted = sorted(set(keys))
+        try:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(f"SELECT owner, created FROM claims WHERE key IN ({marks})", chunk)
+                for owner, created in rows:
+                    count, oldest = found.get(owner, (0, created))
+                    found[owner] = (count + 1, min(oldest, created))
+        except sqlite3.Error as exc:
+            raise VerdictCacheError(self.path, exc) from exc
+        return found
+
     def release(self, keys: Sequence[str], owner: str) -> None:
         """Drop ``owner``'s claims on ``keys`` (on every key when ``keys`` is empty)."""
         try:
@@ -450,16 +499,30 @@ class Claims:
     """One job's claims on pairs of a shared :class:`SQLiteVerdictCache`, so two jobs never judge one pair twice.
 
     Use it as a context manager: the job counts as running inside the block,
-    and its claims left over are dropped at the end.
+    and its claims left over are dropped at the end. A job waiting for pairs
+    another job claimed logs what it waits for (which job, how many pairs, its
+    limit) and gives up after ``wait_limit`` seconds with a
+    :class:`ClaimWaitError`; a claim older than ``ttl`` seconds is taken over.
 
     Args:
         cache: The shared cache.
-        poll: Seconds between two looks at pairs another job is judging.
+        poll: Seconds between two looks at pairs another job is judging (default :data:`CLAIM_POLL`).
+        wait_limit: Most seconds to wait for them (default :data:`CLAIM_WAIT_LIMIT`).
+        ttl: Seconds another job's claim is trusted (default :data:`CLAIM_TTL`).
     """
 
-    def __init__(self, cache: SQLiteVerdictCache, *, poll: float = 0.05) -> None:
+    def __init__(
+        self,
+        cache: SQLiteVerdictCache,
+        *,
+        poll: float | None = None,
+        wait_limit: float | None = None,
+        ttl: float | None = None,
+    ) -> None:
         self.cache = cache
-        self.poll = poll
+        self.poll = CLAIM_POLL if poll is None else poll
+        self.wait_limit = CLAIM_WAIT_LIMIT if wait_limit is None else wait_limit
+        self.ttl = CLAIM_TTL if ttl is None else ttl
         self.owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex}"
 
     def __enter__(self) -> Claims:
@@ -473,26 +536,94 @@ class Claims:
 
     def take(self, keys: Sequence[str]) -> list[str]:
         """Claim what is free of ``keys``; return the keys another running job is judging."""
-        return self.cache.claim(keys, self.owner)
+        return self.cache.claim(keys, self.owner, ttl=self.ttl)
 
     def wait(self, keys: Sequence[str]) -> None:
-        """Claim ``keys``, waiting while another running job judges some of them (until stored or abandoned)."""
+        """Claim ``keys``, waiting while another running job judges some of them (until stored or abandoned).
+
+        Raises:
+            ClaimWaitError: When some are still claimed after ``wait_limit`` seconds (what this call claimed
+                is released first).
+        """
         held = self.take(keys)
-        while held:
-            time.sleep(self.poll)
+        waiting = _Waiting(self, keys) if held else None
+        while held and waiting is not None:
+            time.sleep(waiting.pause(held))
             held = self.take(held)
 
     async def await_(self, keys: Sequence[str]) -> None:
         """Async twin of :meth:`wait`."""
         held = self.take(keys)
-        while held:
-            await asyncio.sleep(self.poll)
+        waiting = _Waiting(self, keys) if held else None
+        while held and waiting is not None:
+            await asyncio.sleep(waiting.pause(held))
             held = self.take(held)
 
     def release(self, keys: Sequence[str]) -> None:
         """Drop the claims on ``keys`` (once their verdicts are committed, or their judging failed)."""
         if keys:
             self.cache.release(keys, self.owner)
+
+
+def _pairs(count: int) -> str:
+    return f"{count} pair" if count == 1 else f"{count} pairs"
+
+
+class _Waiting:
+    """One wait of a job for pairs other jobs claimed: its deadline, and what it says while it waits."""
+
+    def __init__(self, claims: Claims, keys: Sequence[str]) -> None:
+        self.claims = claims
+        self.keys = keys
+        self.started = time.monotonic()
+        self.deadline = self.started + claims.wait_limit
+        self.next_note = self.started
+
+    def pause(self, held: Sequence[str]) -> float:
+        """Seconds to sleep before the next look; log now and then; raise once past the limit."""
+        now = time.monotonic()
+        claims = self.claims
+        if now >= self.deadline:
+            still = set(held)
+            mine = [k for k in self.keys if k not in still]
+            with contextlib.suppress(VerdictCacheError):
+                claims.release(mine)
+            raise ClaimWaitError(
+                f"gave up after {claims.wait_limit:g} s waiting for {_pairs(len(held))} another job claimed in "
+                f"the verdict cache {claims.cache.path} ({self.who(held)}): if that job has stopped or hangs, end "
+                f"it (its claims lapse {claims.ttl:g} s after they were made), or give this job a verdict cache of "
+                "its own (--verdicts FILE)",
+                path=claims.cache.path,
+                keys=held,
+            )
+        if now >= self.next_note:
+            self.next_note = now + CLAIM_NOTE_EVERY
+            waited = f" (waited {now - self.started:.0f} s)" if now > self.started + 1 else ""
+            logger.warning(
+                "waiting for %s another job is judging in the verdict cache %s (%s)%s; their verdicts are read "
+                "from the cache once stored; giving up after %g s",
+                _pairs(len(held)),
+                claims.cache.path,
+                self.who(held),
+                waited,
+                claims.wait_limit,
+            )
+        return max(0.0, min(claims.poll, self.deadline - now))
+
+    def who(self, held: Sequence[str]) -> str:
+        """The jobs holding ``held``: their PIDs (and hosts, when not this one) and the age of their claims."""
+        try:
+            owners = self.claims.cache.claimants(held)
+        except VerdictCacheError:
+            return "a job that could not be named"
+        now = time.time()
+        parts = []
+        for owner, (count, oldest) in sorted(owners.items(), key=lambda o: -o[1][0])[:3]:
+            host, _, rest = owner.partition(":")
+            pid = rest.partition(":")[0]
+            where = "" if host == _HOST else f" on host {host}"
+            parts.append(f"pid {pid}{where}: {_pairs(count)}, claimed {max(0.0, now - oldest):.0f} s ago")
+        return "; ".join(parts) or "claims since dropped"
 
 
 class VerdictStore:

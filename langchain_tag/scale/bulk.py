@@ -31,6 +31,7 @@ import math
 import os
 import sys
 import threading
+import uuid
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -49,7 +50,13 @@ from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import ProviderError, TagError
 from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import JudgmentsFailedError
-from langchain_tag.judging.verdict_cache import Claims, SQLiteVerdictCache, VerdictCacheError, VerdictStore
+from langchain_tag.judging.verdict_cache import (
+    Claims,
+    ClaimWaitError,
+    SQLiteVerdictCache,
+    VerdictCacheError,
+    VerdictStore,
+)
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, encoding_error, read_inputs
 
@@ -66,6 +73,7 @@ J = TypeVar("J", bound="ApplicabilityRetriever | CascadeRetriever")
 __all__ = [
     "InputItem",
     "InputsError",
+    "OutputFileError",
     "amatch_corpus",
     "as_input_items",
     "awrite_results",
@@ -148,7 +156,7 @@ class _Progress:
             initial=cached,  # counted, but not in the rate or the ETA
             desc="judging",
             unit=" judgments",
-            unit_scale=True,
+            unit_scale=False,  # whole judgments: "5/480", not "5.00/480"
             dynamic_ncols=True,
             smoothing=0.05,
             leave=False,
@@ -312,8 +320,8 @@ class _Job:
             if self.claims is not None:
                 self.claims.wait(keys)  # pairs another job is judging are read from the cache once it stored them
             outcome: MatchResult | BaseException = _combined(self.retriever.match(item.text, callbacks=[recorder]))
-        except VerdictCacheError:
-            raise  # the verdicts cannot be kept: the job stops, its output unwritten
+        except (VerdictCacheError, ClaimWaitError):
+            raise  # verdicts that cannot be kept, pairs another job holds too long: the job stops, output unwritten
         except TagError as exc:
             outcome = exc
         finally:
@@ -331,7 +339,7 @@ class _Job:
                 await self.claims.await_(keys)
             found = await self.retriever.amatch(item.text, callbacks=[recorder])
             outcome: MatchResult | BaseException = _combined(found)
-        except VerdictCacheError:
+        except (VerdictCacheError, ClaimWaitError):
             raise
         except TagError as exc:
             outcome = exc
@@ -549,8 +557,88 @@ def _dumps(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
+class OutputFileError(TagError, OSError):
+    """The results file cannot be written: another job is writing it, or a write failed (a full disk, ...).
+
+    The message names the file; the file is left as it was.
+    """
+
+
 def _partial_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.partial")
+    """A partial file of this writer's own beside ``path`` (no other job's partial file is ever opened)."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial")
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def _writing_alone(path: Path) -> Iterator[None]:
+    """Hold ``path``'s writer lock (a ``.NAME.lock`` file beside it) for the block; refuse when another job holds it.
+
+    The lock is an advisory ``flock`` (none where the platform lacks it: each writer still writes its own partial
+    file, so the file that ends up at ``path`` is one job's, whole). The lock file holds the writer's PID, for the
+    message, and is removed when the block ends.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    lock = _lock_path(path)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode("ascii", "replace").strip()
+            os.close(fd)
+            who = f" (pid {holder})" if holder.isdigit() else ""
+            raise OutputFileError(
+                f"cannot write {path}: another job is writing it{who}; wait for it to end, or give another -o FILE"
+            ) from None
+        except OSError:  # a file system without locks: the partial files alone keep each output whole
+            os.close(fd)
+            yield
+            return
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the lock file was removed by the writer before us between our open and our lock: again
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)  # removed while still held, so a writer that opened it sees it is gone and opens anew
+        os.close(fd)
+
+
+class _Sink:
+    """The partial file's handle: each write error raised as an :class:`OutputFileError` naming the results file."""
+
+    def __init__(self, handle: TextIO, path: Path) -> None:
+        self.handle = handle
+        self.path = path
+        self.written = 0
+
+    def write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        try:
+            self.handle.write(text)
+        except OSError as exc:
+            raise _write_error(self.path, exc) from exc
+        self.written += len(data)
+
+
+def _write_error(path: Path, exc: OSError) -> OutputFileError:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return OutputFileError(f"cannot write {path}: {reason}; {path} is left as it was")
 
 
 def check_output_path(path: str | Path) -> Path:
@@ -590,30 +678,61 @@ def check_output_path(path: str | Path) -> Path:
 
 
 @contextmanager
-def _replacing(path: Path) -> Iterator[TextIO]:
-    """A handle on ``path``'s partial file, renamed over ``path`` when the block ends; removed if it raises."""
-    partial = _partial_path(check_output_path(path))
+def _replacing(path: Path) -> Iterator[_Sink]:
+    """A writer on a partial file of its own, renamed over ``path`` when the block ends; removed if it raises.
+
+    A second job writing the same ``path`` meanwhile is refused (:func:`_writing_alone`), and the file is renamed
+    over ``path`` only once every byte written is on disk: a job never reports success over a file it did not
+    write whole.
+    """
+    check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with partial.open("w", encoding="utf-8", newline="\n") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    partial = _partial_path(path)
+    with _writing_alone(path):
+        try:
+            try:
+                handle = partial.open("x", encoding="utf-8", newline="\n")
+            except OSError as exc:
+                raise _write_error(path, exc) from exc
+            try:
+                sink = _Sink(handle, path)
+                yield sink
+                try:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    size = os.fstat(handle.fileno()).st_size
+                    handle.close()
+                except OSError as exc:
+                    raise _write_error(path, exc) from exc
+            finally:
+                with contextlib.suppress(OSError):  # what could not be flushed is lost with the partial file
+                    handle.close()
+            if size != sink.written:
+                raise OutputFileError(
+                    f"cannot write {path}: its partial file {partial.name} holds {size} bytes where {sink.written} "
+                    f"were written (something else wrote to it); {path} is left as it was"
+                )
+            try:
+                os.replace(partial, path)
+            except OSError as exc:
+                raise _write_error(path, exc) from exc
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
 
 
 def write_results(results: Iterable[Mapping[str, Any]], path: str | Path) -> int:
     """Write results as JSONL, one per line; the file appears whole or not at all.
 
-    Lines go to a hidden ``.NAME.partial`` file beside ``path`` as they come,
-    which replaces ``path`` once the last one is written; when the results
-    stop with an error (or an interrupt), the partial file is removed and
-    ``path`` is left as it was. ``path`` is checked (:func:`check_output_path`)
-    before the first result is asked for, so a path that cannot take the file
-    costs no judgment.
+    Lines go to a hidden partial file of this writer's own beside ``path``
+    (``.NAME.PID-TOKEN.partial``) as they come, which replaces ``path`` once
+    the last one is written and on disk; when the results stop with an error
+    (or an interrupt), the partial file is removed and ``path`` is left as it
+    was. While it writes, the writer holds a lock (``.NAME.lock``, removed at
+    the end): a second job writing the same ``path`` is refused with an
+    :class:`OutputFileError` naming it and the first job's PID. ``path`` is
+    checked (:func:`check_output_path`) and locked before the first result is
+    asked for, so a path that cannot take the file costs no judgment.
 
     Args:
         results: JSON-ready results (:func:`match_corpus`).
@@ -624,6 +743,8 @@ def write_results(results: Iterable[Mapping[str, Any]], path: str | Path) -> int
 
     Raises:
         OSError: When ``path`` cannot take the file (see :func:`check_output_path`).
+        OutputFileError: When another job is writing ``path``, or a write fails (a full disk): the message
+            names ``path``, which is left as it was.
     """
     count = 0
     with _replacing(Path(path)) as handle:

@@ -25,6 +25,7 @@ and the proxy is a fixed function of them, so a rerun repeats no strong call and
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -33,7 +34,12 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from langchain_tag.errors import TagError
-from langchain_tag.judging.guarantee import GuaranteedThresholds, guaranteed_thresholds, label_sample
+from langchain_tag.judging.guarantee import (
+    GuaranteedThresholds,
+    guaranteed_thresholds,
+    label_sample,
+    min_positive_labels,
+)
 from langchain_tag.judging.proxy import PairFeatures, ProxyKind, fit_proxy, log_odds_feature
 from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
@@ -102,6 +108,11 @@ class CascadeReport:
         proxy: The proxy used (``"cosine"``, ``"learned"``; ``"cosine (learned: one class)"`` when the
             labels held one class only).
         seed: The label draw's seed.
+        needed_positive_labels: Judge-YES labels the recall target needs at the least, on the labels the
+            thresholds are tested on (all of them; half with a learned proxy), all ranked above the threshold
+            (``None``: no recall target, or one of 1, which no sample can show).
+        suggested_label_budget: When the proxy decided nothing for want of judge-YES labels, the label budget
+            likely (90 %) to draw the ones needed at the YES rate observed on the labels (``None`` otherwise).
     """
 
     pairs: int
@@ -121,6 +132,8 @@ class CascadeReport:
     observed_precision: float | None
     proxy: str
     seed: int
+    needed_positive_labels: int | None = None
+    suggested_label_budget: int | None = None
 
     @property
     def strong_share(self) -> float:
@@ -143,12 +156,56 @@ class CascadeReport:
             for name, value in (("recall", self.observed_recall), ("precision", self.observed_precision))
             if value is not None
         )
-        return (
+        line = (
             f"cascade ({self.proxy} proxy): {self.strong_judgments} of {self.pairs} pairs to the strong judge "
             f"({self.strong_share:.1%}: {self.labels} labels, {self.sent} sent), {self.proxy_no} NO and "
             f"{self.proxy_yes} YES by the proxy; thresholds low={_fmt(self.t_low)} high={_fmt(self.t_high)}; "
-            f"{targets} with probability >= {1 - self.delta:g}; on the labels: {seen or 'no strong YES'}"
+            f"{targets} with probability >= {1 - self.delta:g} (measured against the judge's YES, not against "
+            f"the truth); on the labels: {seen or 'no strong YES'}"
         )
+        why = self.why_nothing_saved()
+        return f"{line}. {why[0].upper()}{why[1:]}" if why else line
+
+    def why_nothing_saved(self) -> str | None:
+        """Why the proxy decided no pair and what would let it, or ``None`` when it decided some (or none were left).
+
+        With too few judge-YES labels to show the recall target, it says how many the target needs and the label
+        budget likely to draw them at the observed YES rate; with enough, that the proxy ranks some of them too low.
+        """
+        if self.proxy_no or self.proxy_yes or self.pairs <= self.labels:
+            return None
+        saved = "the proxy decided no pair, so the cascade saved nothing"
+        if self.target_recall is None:
+            return (
+                f"{saved}: no proxy score above which enough labelled pairs are judge YES to show precision >= "
+                f"{self.target_precision:g}; a larger --label-budget or a lower --target-precision would"
+            )
+        if self.target_recall >= 1:
+            return f"{saved}: a recall target of 1 cannot be shown from a sample; give --target-recall below 1"
+        need = self.needed_positive_labels or 0
+        tested = " on the half of the labels the thresholds are tested on" if self.proxy == "learned" else ""
+        have = f"the {self.labels} labels hold {self.positive_labels} judge YES"
+        target = f"showing recall >= {self.target_recall:g} with probability >= {1 - self.delta:g}"
+        if self.positive_labels >= need * (2 if self.proxy == "learned" else 1):
+            return (
+                f"{saved}: {have}, enough for {target}, but the proxy scores some of them among the job's lowest, "
+                "so no threshold clears pairs and keeps the target; a proxy that ranks the judge's YES higher "
+                "would (--proxy learned with --cheap-model, or other --embeddings)"
+            )
+        text = f"{saved}: {have}; {target} needs at least {need}{tested}, every one scored above the threshold"
+        if self.suggested_label_budget is None:
+            return f"{text}; with no judge YES seen, the YES rate is below 1 in {self.labels}: far more labels would"
+        budget = self.suggested_label_budget
+        text += (
+            f"; at the observed YES rate ({self.positive_labels}/{self.labels}) --label-budget {budget} would "
+            "likely (90 %) draw them"
+        )
+        if budget > self.pairs:
+            text += (
+                f", more pairs than the job has ({self.pairs}): the job is too small for this target; a lower "
+                "--target-recall or a larger --delta needs fewer"
+            )
+        return text
 
 
 def _fmt(value: float | None) -> str:
@@ -332,10 +389,18 @@ def _finish(
     records = [_record(plan, i, scores, decided, all_pairs) for i in range(len(plan.items))]
     failed = sum(1 for j in plan.strong.values() if j.error is not None)
     labels = sum(1 for i in plan.draw if i in plan.strong and plan.strong[i].error is None)
+    positives = sum(1 for i in plan.draw if plan.strong.get(i) is not None and plan.strong[i].applies)
+    need = _needed_positive_labels(targets)
+    decided_by_proxy = any(who == "proxy" and i not in plan.strong for i, (_, who) in enumerate(decided))
+    budget = None
+    if need is not None and not decided_by_proxy and positives > 0 and len(scores) > labels:
+        halves = 2 if proxy_name == "learned" else 1
+        if positives < need * halves:
+            budget = halves * _likely_budget(need, positives / labels)
     report = CascadeReport(
         pairs=len(scores),
         labels=labels,
-        positive_labels=sum(1 for i in plan.draw if plan.strong.get(i) is not None and plan.strong[i].applies),
+        positive_labels=positives,
         sent=len(sent),
         strong_judgments=len(plan.strong),
         proxy_no=sum(1 for applies, who in decided if who == "proxy" and not applies),
@@ -350,8 +415,54 @@ def _finish(
         observed_precision=rule.observed_precision,
         proxy=proxy_name,
         seed=targets.seed,
+        needed_positive_labels=need,
+        suggested_label_budget=budget,
     )
     return records, report
+
+
+def _needed_positive_labels(targets: CascadeTargets) -> int | None:
+    """The fewest judge-YES labels the recall test can pass on (``None``: no recall target, or one of 1)."""
+    recall = targets.target_recall
+    if recall is None or recall >= 1:
+        return None
+    alpha = targets.delta / 2 if targets.target_precision is not None else targets.delta
+    return min_positive_labels(recall, alpha)
+
+
+def _likely_budget(need: int, rate: float, chance: float = 0.9) -> int:
+    """The fewest labels drawn at YES rate ``rate`` that hold at least ``need`` YES with probability ``chance``.
+
+    >>> _likely_budget(22, 0.075)
+    373
+    """
+    low, high = need, need
+    while _at_least(need, high, rate) < chance:
+        low, high = high, high * 2
+    while low < high:  # the chance grows with the budget: the first budget that reaches it
+        middle = (low + high) // 2
+        if _at_least(need, middle, rate) >= chance:
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
+def _at_least(need: int, draws: int, rate: float) -> float:
+    """P(Binomial(draws, rate) >= need)."""
+    if rate >= 1:
+        return 1.0
+    below = sum(
+        math.exp(
+            math.lgamma(draws + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(draws - k + 1)
+            + k * math.log(rate)
+            + (draws - k) * math.log1p(-rate)
+        )
+        for k in range(min(need, draws + 1))
+    )
+    return max(0.0, 1.0 - below)
 
 
 def _record(

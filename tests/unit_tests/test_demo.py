@@ -111,12 +111,14 @@ def test_each_revision_is_checked_and_what_it_still_breaks_is_printed(tmp_path: 
     models = _models()
     models["executor"] = FakeChatModel(respond=unchanged)
     out = io.StringIO()
-    rows = run_demo(**models, store=tmp_path / "store.sqlite", out=out, log=io.StringIO())
+    rows = run_demo(**models, store=tmp_path / "store.sqlite", check_rounds=1, out=out, log=io.StringIO())
     first = rows[0]
     assert first.matched and first.rounds == 2  # the check found the matched rules still broken: one more round
     assert [rule_id for rule_id, _ in first.remaining] == [rule_id for rule_id, _, _, _ in first.matched]
-    assert "still breaks" in out.getvalue() and "2 rounds" in out.getvalue()
-    fixed = run_demo(**_models(), store=tmp_path / "store.sqlite", out=(text := io.StringIO()), log=io.StringIO())
-    assert fixed[0].rounds == 1 and fixed[0].remaining == [] and "breaks none of the" in text.getvalue()
+    assert "reads the revision as going against" in out.getvalue() and "2 rounds" in out.getvalue()
+    fixed = run_demo(
+        **_models(), store=tmp_path / "store.sqlite", check_rounds=1, out=(text := io.StringIO()), log=io.StringIO()
+    )
+    assert fixed[0].rounds == 1 and fixed[0].remaining == [] and "as following all" in text.getvalue()
     off = run_demo(**_models(), store=tmp_path / "store.sqlite", check_rounds=0, out=io.StringIO(), log=io.StringIO())
     assert off[0].checked == 0 and off[0].rounds == 1

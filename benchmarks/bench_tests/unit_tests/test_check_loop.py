@@ -89,3 +89,43 @@ def test_the_ruff_set_gives_violating_cases_the_statements_as_rules_and_their_co
         codes,
     )
     assert rows[0]["violations_in_inputs"] == 1 and rows[0]["violations_left"] == 1
+
+
+def test_the_four_checks_of_a_revision_are_scored_against_ruff_and_resume(tmp_path: Path) -> None:
+    """Absolute (the rule on the revision), differential (did its score fall), paired (both shown), off."""
+    import re
+
+    from langchain_tag.rules import Rule
+    from langchain_tag.testing import FakeChatModel
+    from langchain_tag_bench.check_loop import score_variants, variant_checks
+
+    rules = [Rule(rule_id="R-001", rule_name="mutable default", condition="a default is a list", action="use None")]
+    inputs = ["def f(tags=[]):\n    return tags\n", "def g(tags=[]):\n    return tags\n"]
+    outputs = ["def f(tags=None):\n    return tags or []\n", inputs[1]]  # the first fixed, the second not
+    records = [
+        {"input": n, "extra_rounds": 0, "matched": ["R-001"], "output": out, "remaining_by_judge": None}
+        for n, out in enumerate(outputs)
+    ]
+
+    def respond(prompt: str) -> tuple[str, float]:
+        text = re.search(r"INPUT:\n<<<\n(.*?)\n>>>", prompt, re.DOTALL).group(1)
+        if "REVISED CODE" in text:  # the paired check reads the revision beside its original: it sees the fix
+            return ("YES", 0.9) if "=[]" in text.split("REVISED CODE", 1)[1] else ("NO", 0.1)
+        return ("YES", 0.9) if "=[]" in text else ("YES", 0.6)  # alone, a fixed revision still reads as YES
+
+    judge = FakeChatModel(respond=respond, with_logprobs=True)
+    path = tmp_path / "variants.jsonl"
+    rows = variant_checks(inputs, records, {"R-001": ("B006",)}, path, rules, judge)
+    assert [(r["input"], r["ruff_still"], r["absolute_still"], r["paired_still"]) for r in rows] == [
+        (0, False, True, False),
+        (1, True, True, True),
+    ]
+    calls = judge.calls
+    assert variant_checks(inputs, records, {"R-001": ("B006",)}, path, rules, judge) == rows
+    assert judge.calls == calls  # every reading was kept: nothing judged again
+
+    scored = {row["check"].split(" ")[0]: row for row in score_variants(rows)}
+    assert scored["off"]["agrees"] == 1 and scored["absolute"]["agrees"] == 1 and scored["paired"]["agrees"] == 2
+    differential = [row for name, row in scored.items() if name == "differential"]
+    assert differential and differential[0]["agrees"] == 2  # the fixed revision's score fell from 0.9 to 0.6
+    assert scored["off"]["judge_calls_per_rule"] == 0 and scored["paired"]["seconds_per_rule"] >= 0

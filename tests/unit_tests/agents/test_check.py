@@ -16,7 +16,9 @@ def test_the_checked_rules_are_the_matched_ones_in_match_order() -> None:
 
 
 def test_the_reading_keeps_the_rules_the_judge_reads_as_holding_with_their_scores() -> None:
-    result = MatchResult("answer", "applicability", [Judgment(rule_id="R3", applies=True, score=0.64), Judgment(rule_id="R1")])
+    result = MatchResult(
+        "answer", "applicability", [Judgment(rule_id="R3", applies=True, score=0.64), Judgment(rule_id="R1")]
+    )
     found = reading("digest", result, revision_asked=False, note="n")
     assert found == {"input": "digest", "holding": [{"rule_id": "R3", "score": 0.64}], "revision_asked": False,
                      "note": "n"}  # fmt: skip

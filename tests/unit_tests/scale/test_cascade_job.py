@@ -205,3 +205,49 @@ def test_an_input_none_of_whose_pairs_could_be_judged_gets_the_bulk_jobs_error()
     assert len(failed["failed"]) == len(rules) and "HTTP 503" in failed["error"]
     assert all(f["error"] in failed["error"] for f in failed["failed"])
     assert all("error" not in r for r in records if r["id"] != "doc3") and report.failed == len(rules)
+
+
+def test_a_cascade_that_saves_nothing_says_why_and_what_would() -> None:
+    """Too few judge YES among the labels to show the target: it says how many it needs and what budget would do."""
+    from langchain_tag.judging.guarantee import min_positive_labels
+
+    items, rules, applies = corpus()
+    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=100)
+    _, report = cascade_corpus(
+        items, retriever(strong_judge(applies), rules, None), HashingEmbeddings(), targets=targets
+    )
+
+    need = min_positive_labels(0.9, 0.1)
+    assert need == 22 and 0 < report.positive_labels < need
+    assert report.proxy_no == report.proxy_yes == 0 and report.strong_judgments == report.pairs
+    assert report.needed_positive_labels == need
+    rate = report.positive_labels / report.labels
+    assert report.suggested_label_budget is not None and report.suggested_label_budget >= need / rate
+    assert report.suggested_label_budget <= 3 * need / rate
+    text = report.summary()
+    assert f"{report.positive_labels} judge YES" in text and f"needs at least {need}" in text
+    assert f"--label-budget {report.suggested_label_budget}" in text
+    assert "against the judge's YES, not against the truth" in text
+    assert report.to_dict()["suggested_label_budget"] == report.suggested_label_budget
+
+
+def test_a_cascade_that_saves_says_nothing_of_a_budget_but_what_recall_is_measured_against() -> None:
+    items, rules, applies = corpus()
+    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=250)
+    _, report = cascade_corpus(
+        items, retriever(strong_judge(applies), rules, None), HashingEmbeddings(), targets=targets
+    )
+    assert report.proxy_no > 0 and report.suggested_label_budget is None
+    text = report.summary()
+    assert "--label-budget" not in text and "against the judge's YES, not against the truth" in text
+
+
+def test_a_budget_beyond_the_job_says_the_job_is_too_small_for_the_target() -> None:
+    items, rules, applies = corpus(inputs=12)
+    targets = CascadeTargets(target_recall=0.95, delta=0.05, label_budget=40)
+    _, report = cascade_corpus(
+        items, retriever(strong_judge(applies), rules, None), HashingEmbeddings(), targets=targets
+    )
+    assert report.proxy_no == 0 and report.suggested_label_budget is not None
+    assert report.suggested_label_budget > report.pairs
+    assert "more pairs than the job has" in report.summary()

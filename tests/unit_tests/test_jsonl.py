@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from langchain_tag.jsonl import JsonLineError, json_lines
+
+
+def test_a_json_error_is_not_cut_and_says_where_on_the_line() -> None:
+    (number, error), *_ = json_lines(['{"text": "a\tb"}'], "in.jsonl")
+    assert number == 1 and isinstance(error, JsonLineError)
+    message = str(error)
+    assert not message.endswith(" at)")  # the decoder's message ends "... at" and wants its position after it
+    assert message.startswith("in.jsonl:1: not JSON (Invalid control character at column 12")
+    assert "\\t" in message  # and says how to write a tab inside a string
+
+
+def test_every_json_error_gives_its_column() -> None:
+    (_, error), *_ = json_lines(['{"text": }'], "in.jsonl")
+    assert str(error) == "in.jsonl:1: not JSON (Expecting value at column 10)"
