@@ -1,7 +1,8 @@
 """An OpenAI-compatible ``POST /v1/chat/completions`` on 127.0.0.1, in a thread, answering with a function.
 
 The function gets the request body and returns a chat completion; a request with ``"stream": true`` gets the
-same completion as server-sent events (one content chunk, then the end). Every body is kept.
+same completion as server-sent events (one content chunk, then the end), or, from an endpoint made with
+``streams=False``, HTTP 400 as a server without streaming answers it. Every body is kept.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ class ChatEndpoint:
 
     Args:
         reply: Request body -> chat completion.
+        streams: Whether a request asking to stream is answered (else HTTP 400).
     """
 
-    def __init__(self, reply: Callable[[dict[str, Any]], Completion]) -> None:
+    def __init__(self, reply: Callable[[dict[str, Any]], Completion], *, streams: bool = True) -> None:
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         endpoint = self
@@ -32,6 +34,10 @@ class ChatEndpoint:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with endpoint._lock:
                     endpoint.bodies.append(body)
+                if body.get("stream") and not streams:
+                    refusal = {"error": {"message": "streaming is not supported", "type": "invalid_request_error"}}
+                    self._send(400, "application/json", json.dumps(refusal).encode())
+                    return
                 completion = reply(body)
                 if body.get("stream"):
                     self._events(completion)
@@ -66,6 +72,18 @@ class ChatEndpoint:
     def requests(self) -> int:
         return len(self.bodies)
 
+    @property
+    def streamed(self) -> int:
+        """How many requests asked to stream."""
+        return sum(1 for body in self.bodies if body.get("stream"))
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def completion(text: str, *, model: str = "m") -> Completion:
+    """A chat completion whose message is ``text``."""
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": model, "choices": [choice], "usage": usage}

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import pytest_socket
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
@@ -13,7 +16,7 @@ from langchain_tag.graph import build_tag_graph
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import judged_rule_id
-from tests.helpers.loopback_chat import loopback_chat
+from tests.helpers.chat_endpoint import ChatEndpoint, completion
 
 YES = {"R-001", "R-004"}
 
@@ -22,10 +25,29 @@ def _verdict(text: str) -> str:
     return "YES" if judged_rule_id(text) in YES else "NO"
 
 
+@contextmanager
+def loopback_chat() -> Iterator[ChatEndpoint]:
+    """A chat endpoint on 127.0.0.1 that answers from the prompt and cannot stream (connections to it only)."""
+    pytest_socket.socket_allow_hosts(["127.0.0.1"], allow_unix_socket=True)
+    endpoint = ChatEndpoint(
+        lambda body: completion(_verdict("\n\n".join(str(m["content"]) for m in body["messages"]))), streams=False
+    )
+    try:
+        yield endpoint
+    finally:
+        endpoint.close()
+
+
+def _judge_at(endpoint: ChatEndpoint) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model="m", base_url=endpoint.base_url, api_key="k", max_retries=0)
+
+
 @pytest.mark.enable_socket
 async def test_judge_calls_do_not_stream_under_astream_events_at_an_endpoint_that_cannot(rules: list[Rule]) -> None:
-    with loopback_chat(_verdict) as endpoint:
-        retriever = ApplicabilityRetriever(llm=endpoint.chat_model(), rules=rules, calibration=None, strict=True)
+    with loopback_chat() as endpoint:
+        retriever = ApplicabilityRetriever(llm=_judge_at(endpoint), rules=rules, calibration=None, strict=True)
         events = [e async for e in retriever.astream_events("import os, sys", version="v2")]
     assert endpoint.streamed == 0 and len(endpoint.bodies) == len(rules)
     assert not [e for e in events if e["event"] == "on_chat_model_stream"]
@@ -35,8 +57,8 @@ async def test_judge_calls_do_not_stream_under_astream_events_at_an_endpoint_tha
 @pytest.mark.enable_socket
 def test_judge_calls_do_not_stream_in_a_graph_streaming_messages_while_the_executor_does(rules: list[Rule]) -> None:
     executor = GenericFakeChatModel(messages=iter([AIMessage(content="revised code here")]))
-    with loopback_chat(_verdict) as endpoint:
-        judge = ApplicabilityRetriever(llm=endpoint.chat_model(), rules=rules, calibration=None, strict=True)
+    with loopback_chat() as endpoint:
+        judge = ApplicabilityRetriever(llm=_judge_at(endpoint), rules=rules, calibration=None, strict=True)
         graph = build_tag_graph(executor, retriever=judge, check_rounds=0)
         chunks = [(m.content, meta) for m, meta in graph.stream({"input": "import os, sys"}, stream_mode="messages")]
     assert endpoint.streamed == 0 and len(endpoint.bodies) == len(rules)
