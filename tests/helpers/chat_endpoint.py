@@ -8,15 +8,15 @@ same completion as server-sent events (one content chunk, then the end), or, fro
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.helpers.loopback_server import LoopbackServer, as_json
 
 Completion = dict[str, Any]
 
 
-class ChatEndpoint:
+class ChatEndpoint(LoopbackServer):
     """The endpoint; ``close()`` stops it.
 
     Args:
@@ -25,48 +25,15 @@ class ChatEndpoint:
     """
 
     def __init__(self, reply: Callable[[dict[str, Any]], Completion], *, streams: bool = True) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        endpoint = self
+        def answer(path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+            if body.get("stream") and not streams:
+                return as_json(
+                    400, {"error": {"message": "streaming is not supported", "type": "invalid_request_error"}}
+                )
+            completion = reply(body)
+            return _events(completion) if body.get("stream") else as_json(200, completion)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with endpoint._lock:
-                    endpoint.bodies.append(body)
-                if body.get("stream") and not streams:
-                    refusal = {"error": {"message": "streaming is not supported", "type": "invalid_request_error"}}
-                    self._send(400, "application/json", json.dumps(refusal).encode())
-                    return
-                completion = reply(body)
-                if body.get("stream"):
-                    self._events(completion)
-                else:
-                    self._send(200, "application/json", json.dumps(completion).encode())
-
-            def _send(self, status: int, kind: str, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _events(self, completion: Completion) -> None:
-                delta = {"role": "assistant", "content": completion["choices"][0]["message"]["content"]}
-                chunk = {**completion, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
-                end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-                events = "".join(f"data: {json.dumps(part)}\n\n" for part in (chunk, end)) + "data: [DONE]\n\n"
-                self._send(200, "text/event-stream", events.encode())
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        super().__init__(answer)
 
     @property
     def requests(self) -> int:
@@ -77,9 +44,14 @@ class ChatEndpoint:
         """How many requests asked to stream."""
         return sum(1 for body in self.bodies if body.get("stream"))
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+
+def _events(completion: Completion) -> tuple[int, str, bytes]:
+    """The completion as server-sent events: one content chunk, then the end."""
+    delta = {"role": "assistant", "content": completion["choices"][0]["message"]["content"]}
+    chunk = {**completion, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+    end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    events = "".join(f"data: {json.dumps(part)}\n\n" for part in (chunk, end)) + "data: [DONE]\n\n"
+    return 200, "text/event-stream", events.encode()
 
 
 def completion(text: str, *, model: str = "m") -> Completion:

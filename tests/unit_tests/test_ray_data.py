@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.ray_data import build_judge_processor, chat_request_body, judge_with_ray, read_chat_response
 from langchain_tag.testing import FakeChatModel, asks_negation, judged_rule_id
+from tests.helpers.loopback_server import LoopbackServer
 
 pytestmark = pytest.mark.enable_socket
 
@@ -59,7 +59,7 @@ def openai_logprobs(word: str, p: float) -> dict[str, Any]:
     return {"content": [{"token": word, "logprob": math.log(p if word == "YES" else 1 - p), "top_logprobs": top}]}
 
 
-class FakeEndpoint:
+class FakeEndpoint(LoopbackServer):
     """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 in a thread.
 
     Attributes:
@@ -72,40 +72,20 @@ class FakeEndpoint:
 
     def __init__(self) -> None:
         self.failing: dict[str, str] = {}
-        self.bodies: list[dict[str, Any]] = []
         self.delay = 0.0
         self.in_flight = self.most_in_flight = 0
-        self._lock = threading.Lock()
-        endpoint = self
+        self._counting = threading.Lock()
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with endpoint._lock:
-                    endpoint.bodies.append(body)
-                    endpoint.in_flight += 1
-                    endpoint.most_in_flight = max(endpoint.most_in_flight, endpoint.in_flight)
-                time.sleep(endpoint.delay)
-                with endpoint._lock:
-                    endpoint.in_flight -= 1
-                status, payload = endpoint.reply(body)
-                data = payload.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json" if payload.startswith("{") else "text/html")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    def _answer(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+        with self._counting:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(self.delay)
+        with self._counting:
+            self.in_flight -= 1
+        status, payload = self.reply(body)
+        return status, "application/json" if payload.startswith("{") else "text/html", payload.encode()
 
     def reply(self, body: dict[str, Any]) -> tuple[int, str]:
         prompt = "\n\n".join(m["content"] for m in body["messages"])
@@ -121,10 +101,6 @@ class FakeEndpoint:
         return 200, json.dumps(
             {"id": "x", "object": "chat.completion", "model": MODEL, "choices": [choice], "usage": usage}
         )
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def in_process_judge(failing: dict[str, str] | None = None) -> FakeChatModel:

@@ -86,17 +86,16 @@ def test_match_one_input_with_decisions_asks_the_decisions_api(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    from tests.unit_tests.judging.test_decision_judge import INPUTS, RULES, FakeDecisionsServer, expected_ids
+    from tests.unit_tests.judging.test_decision_judge import (
+        INPUTS,
+        RULES,
+        FakeDecisionsServer,
+        expected_ids,
+        use_decisions_server,
+    )
 
     assert isinstance(decisions_server, FakeDecisionsServer)
-    for name, value in {
-        "LANGCHAIN_TAG_PROVIDER": "openai",
-        "LANGCHAIN_TAG_BASE_URL": decisions_server.base_url,
-        "LANGCHAIN_TAG_MODEL": "fake-luna",
-        "LANGCHAIN_TAG_API_KEY": "sk-test",
-        "LANGCHAIN_TAG_MAX_RETRIES": "0",
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_decisions_server(decisions_server, monkeypatch)
     rules = str(save_rules(RULES, tmp_path / "rules.jsonl"))
     assert main(["match", INPUTS[0], "--rules", rules, "--raw", "--decisions", "--no-cache", "--json"]) == 0
     assert decisions_server.paths == ["/v1/decisions"]  # one request, every rule a question of it; no chat call

@@ -14,7 +14,6 @@ import json
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.bulk import amatch_corpus, match_corpus
 from langchain_tag.testing import FakeChatModel, judged_rule_id
+from tests.helpers.loopback_server import LoopbackServer, as_json
 
 RULES = [
     Rule(
@@ -311,7 +311,7 @@ async def test_amatch_corpus_resumes_from_the_sqlite_cache(tmp_path: Path) -> No
 LOOPBACK = ["127.0.0.1", "::1"]
 
 
-class FakeDecisionsServer:
+class FakeDecisionsServer(LoopbackServer):
     """OpenAI's ``POST /v1/decisions`` on 127.0.0.1, answering each predicate from its instructions and the input.
 
     Attributes:
@@ -320,35 +320,7 @@ class FakeDecisionsServer:
     """
 
     def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.paths: list[str] = []
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.bodies.append(body)
-                    server.paths.append(self.path)
-                status, payload = server.reply(self.path, body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        super().__init__(lambda path, body: as_json(*self.reply(path, body)))
 
     @staticmethod
     def reply(path: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -362,10 +334,17 @@ class FakeDecisionsServer:
         usage = {"input_tokens": len(state.split()), "output_tokens": len(answers)}
         return 200, {"model": body["model"], "answers": answers, "usage": usage}
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+
+def use_decisions_server(server: FakeDecisionsServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point the package's OpenAI-compatible settings (the CLI's) at the fake Decisions API."""
+    for name, value in {
+        "LANGCHAIN_TAG_PROVIDER": "openai",
+        "LANGCHAIN_TAG_BASE_URL": server.base_url,
+        "LANGCHAIN_TAG_MODEL": "fake-luna",
+        "LANGCHAIN_TAG_API_KEY": "sk-test",
+        "LANGCHAIN_TAG_MAX_RETRIES": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture
@@ -419,14 +398,7 @@ def test_match_inputs_with_decisions_resumes_from_the_verdict_cache(
     from langchain_tag.cli.main import main
     from langchain_tag.rules import save_rules
 
-    for name, value in {
-        "LANGCHAIN_TAG_PROVIDER": "openai",
-        "LANGCHAIN_TAG_BASE_URL": decisions_server.base_url,
-        "LANGCHAIN_TAG_MODEL": "fake-luna",
-        "LANGCHAIN_TAG_API_KEY": "sk-test",
-        "LANGCHAIN_TAG_MAX_RETRIES": "0",
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_decisions_server(decisions_server, monkeypatch)
     rules, inputs = tmp_path / "rules.jsonl", tmp_path / "inputs.jsonl"
     save_rules(RULES, rules)
     inputs.write_text("".join(json.dumps({"id": f"in-{i}", "text": q}) + "\n" for i, q in enumerate(INPUTS)))
