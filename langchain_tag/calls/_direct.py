@@ -39,7 +39,7 @@ from langchain_tag.calls.own_loop import job_async_client, may_remake
 from langchain_tag.calls.replies import read_completion
 from langchain_tag.errors import ParseError
 
-__all__ = ["HOOKS", "DirectChat"]
+__all__ = ["HOOKS", "DirectChat", "raised_as_langchain_openai_raises", "takes"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ HOOKS = (
 """The private hooks the direct path uses, checked when a judge is built."""
 
 
-def _takes(function: Any, *args: Any, **kwargs: Any) -> bool:
+def takes(function: Any, *args: Any, **kwargs: Any) -> bool:
     """Whether ``function`` exists and accepts these arguments (without calling it)."""
     if not callable(function):
         return False
@@ -78,13 +78,13 @@ def _missing_hook(model: ChatOpenAI) -> str | None:
     post = {"body": {}, "options": {}, "cast_to": str}
     request = {"extra_headers": None, "extra_query": None, "extra_body": None, "security": {"bearer_auth": True}}
     checks: tuple[tuple[str, Callable[[], bool]], ...] = (
-        (HOOKS[0], lambda: _takes(getattr(model, "_get_request_payload", None), [], stop=None, logprobs=True)),
-        (HOOKS[1], lambda: _takes(getattr(model, "_use_responses_api", None), {})),
-        (HOOKS[2], lambda: _takes(getattr(model.root_client, "post", None), _PATH, **post)),
-        (HOOKS[3], lambda: _takes(getattr(model.root_async_client, "post", None), _PATH, **post)),
-        (HOOKS[4], lambda: _takes(getattr(base, "_handle_openai_bad_request", None), error)),
-        (HOOKS[5], lambda: _takes(getattr(base, "_handle_openai_api_error", None), error)),
-        (HOOKS[6], lambda: _takes(make_request_options, **request)),
+        (HOOKS[0], lambda: takes(getattr(model, "_get_request_payload", None), [], stop=None, logprobs=True)),
+        (HOOKS[1], lambda: takes(getattr(model, "_use_responses_api", None), {})),
+        (HOOKS[2], lambda: takes(getattr(model.root_client, "post", None), _PATH, **post)),
+        (HOOKS[3], lambda: takes(getattr(model.root_async_client, "post", None), _PATH, **post)),
+        (HOOKS[4], lambda: takes(getattr(base, "_handle_openai_bad_request", None), error)),
+        (HOOKS[5], lambda: takes(getattr(base, "_handle_openai_api_error", None), error)),
+        (HOOKS[6], lambda: takes(make_request_options, **request)),
     )
     return next((name for name, usable in checks if not usable()), None)
 
@@ -153,14 +153,14 @@ class DirectChat:
     def send(self, messages: Any) -> AIMessage:
         """Send one chat completion and read its reply, as ``ChatOpenAI.invoke`` would."""
         body, options = self._request(messages)
-        with _raised_as_chat_openai_raises():
+        with raised_as_langchain_openai_raises():
             text = self.model.root_client.post(_PATH, body=body, options=options, cast_to=str)
         return self._reply(text)
 
     async def asend(self, messages: Any) -> AIMessage:
         """Async twin of :meth:`send`."""
         body, options = self._request(messages)
-        with _raised_as_chat_openai_raises():
+        with raised_as_langchain_openai_raises():
             client = job_async_client(self.model) or self.model.root_async_client
             text = await client.post(_PATH, body=body, options=options, cast_to=str)
         return self._reply(text)
@@ -221,8 +221,11 @@ class DirectChat:
 
 
 @contextmanager
-def _raised_as_chat_openai_raises() -> Iterator[None]:
-    """Faults raised as ``ChatOpenAI`` raises them (its context-overflow, auth, rate-limit, ... errors)."""
+def raised_as_langchain_openai_raises() -> Iterator[None]:
+    """Faults raised as ``langchain-openai`` raises them (its context-overflow, auth, rate-limit, ... errors).
+
+    ``ChatOpenAI`` and ``OpenAIDecisions`` turn the ``openai`` client's errors into these the same way.
+    """
     try:
         yield
     except openai.BadRequestError as exc:

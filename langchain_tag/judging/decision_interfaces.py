@@ -10,7 +10,10 @@ this file only:
   (``{"input": ..., "questions": {name: Predicate(...)}}`` in,
   ``DecisionResponse`` with ``predicates[name].probability`` out). It is found
   only when ``langchain_openai.decisions`` is already imported (a user who built
-  one has imported it), so the core never loads the extra.
+  one has imported it), so the core never loads the extra. Its requests are sent
+  by :mod:`langchain_tag.judging._openai_decisions`, which also reads the body for
+  questions answered twice (the parsed response keeps one answer a question);
+  what it returns is a :class:`DecisionReply`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.decisions import (
@@ -33,17 +37,19 @@ from langchain_core.messages import BaseMessage
 __all__ = [
     "BaseDecisionModel",
     "ClassifierResponse",
+    "DecisionReply",
     "Noul",
     "NoulAnswer",
     "Question",
     "State",
+    "conflicting_answers",
     "is_decision_model",
+    "is_openai_decisions",
     "noul_answer",
     "probabilities",
     "question_request",
     "state_text",
     "unsupported_questions",
-    "usage_tokens",
 ]
 
 _OPENAI_MODULE = "langchain_openai.decisions"
@@ -55,6 +61,30 @@ def _openai_decisions_class() -> type | None:
     return found if isinstance(found, type) else None
 
 
+@dataclass(frozen=True, slots=True)
+class DecisionReply:
+    """A decision model's parsed response, with the questions its body answered more than once, differently.
+
+    Attributes:
+        response: The response as the model parsed it (which keeps one answer a question).
+        conflicts: Question name to each answer the body gave it, as text (``P(yes)=0.67``, ``refusal``).
+    """
+
+    response: Any
+    conflicts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def usage(self) -> Any:
+        """The usage the response reports."""
+        return getattr(self.response, "usage", None)
+
+
+def is_openai_decisions(model: object) -> bool:
+    """Whether ``model`` is an ``OpenAIDecisions`` (found only when its module is loaded)."""
+    openai_class = _openai_decisions_class()
+    return openai_class is not None and isinstance(model, openai_class)
+
+
 def is_decision_model(model: object) -> bool:
     """Whether ``model`` answers yes/no questions in one request (a decision model), not a chat model.
 
@@ -62,10 +92,7 @@ def is_decision_model(model: object) -> bool:
     >>> is_decision_model(FakeChatModel(respond=lambda prompt: "YES"))
     False
     """
-    if isinstance(model, BaseDecisionModel):
-        return True
-    openai_class = _openai_decisions_class()
-    return openai_class is not None and isinstance(model, openai_class)
+    return isinstance(model, BaseDecisionModel) or is_openai_decisions(model)
 
 
 def question_request(model: object, state: str, questions: Mapping[str, str]) -> dict[str, Any]:
@@ -90,8 +117,11 @@ def probabilities(response: object) -> dict[str, float]:
     """P(yes) per question name from a decision model's response (questions refused or missing are absent).
 
     Raises:
-        TypeError: When ``response`` is neither a ``ClassifierResponse`` nor a ``DecisionResponse``.
+        TypeError: When ``response`` is neither a ``ClassifierResponse`` nor a ``DecisionResponse`` (nor a
+            :class:`DecisionReply` of one).
     """
+    if isinstance(response, DecisionReply):
+        response = response.response
     if isinstance(response, ClassifierResponse):
         return {name: answer.noul for name, answer in response.nouls.items()}
     predicates = getattr(response, "predicates", None)
@@ -100,12 +130,13 @@ def probabilities(response: object) -> dict[str, float]:
     raise TypeError(f"not a decision model response: {type(response).__name__}")
 
 
-def usage_tokens(response: object) -> tuple[int, int]:
-    """Input and output tokens a decision model reported for one request (0 where not reported)."""
-    usage = getattr(response, "usage", None)
-    if isinstance(usage, Mapping):
-        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-    return int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0)
+def conflicting_answers(response: object) -> Mapping[str, tuple[str, ...]]:
+    """The questions a response's body answered more than once, differently (none unless a :class:`DecisionReply`).
+
+    >>> conflicting_answers(DecisionReply(response=None, conflicts={"R1": ("P(yes)=0.9", "P(yes)=0.1")}))
+    {'R1': ('P(yes)=0.9', 'P(yes)=0.1')}
+    """
+    return response.conflicts if isinstance(response, DecisionReply) else {}
 
 
 def state_text(state: State) -> str:

@@ -21,7 +21,12 @@ from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.decision_interfaces import probabilities, question_request
+from langchain_tag.judging.decision_interfaces import (
+    conflicting_answers,
+    is_openai_decisions,
+    probabilities,
+    question_request,
+)
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.pairs import PairRequest, combine_halves
 from langchain_tag.judging.prompts import rule_question
@@ -70,7 +75,7 @@ class DecisionJudge(Judge):
             raise ValueError(f"max_questions must be >= 1, got {max_questions}")
         self.max_questions = max_questions
         self.runner: CallRunner = CallRunner(
-            llm,
+            _sender(llm),
             model=llm,
             max_concurrency=self.settings.max_concurrency,
             max_attempts=self.settings.max_attempts,
@@ -162,6 +167,15 @@ def _readings(planned: Sequence[_Planned], outcomes: Sequence[Outcome[dict[str, 
     return found
 
 
+def _sender(llm: Any) -> Any:
+    """What the runner calls: an ``OpenAIDecisions`` whose replies keep the answers given twice; else ``llm``."""
+    if not is_openai_decisions(llm):
+        return llm
+    from langchain_tag.judging._openai_decisions import CheckedDecisions
+
+    return CheckedDecisions.of(llm) or llm
+
+
 def _with_rules(pairs: Sequence[PairRequest], rules: Sequence[Rule]) -> list[tuple[PairRequest, Rule]]:
     by_id = {r.rule_id: r for r in rules}
     return [(p, by_id[p.rule_id]) for p in pairs]
@@ -174,25 +188,40 @@ def _name(pair: PairRequest) -> str:
 def _reader(chunk: Sequence[PairRequest], store: VerdictStore | None) -> Callable[[Any], Outcome[dict[str, Reading]]]:
     """Reads one decision response into a reading per answered pair key, caching each as it arrives.
 
-    A question the response leaves out (or refused) gets no reading: that pair alone fails. A response that
-    answers none of them fails the request, which the runner then retries.
+    A question the response leaves out (or refused) gets no reading: that pair alone fails. A question its body
+    answered more than once, differently, gets a failed reading naming the answers, as the batch import treats
+    two replies to one request: neither is kept. A response with no usable answer fails the request, which the
+    runner then retries.
     """
 
     def read(response: Any) -> Outcome[dict[str, Reading]]:
         found = probabilities(response)
-        readings = {
-            p.key: Reading(p_yes=p_yes, word=p_yes >= 0.5, reply=f"P(yes)={p_yes:.6g}")
-            for p in chunk
-            if (p_yes := found.get(_name(p))) is not None
-        }
-        if not readings:
-            raise ParseError(f"the decision model answered none of: {', '.join(_name(p) for p in chunk[:10])}")
+        conflicts = conflicting_answers(response)
+        readings: dict[str, Reading] = {}
+        for pair in chunk:
+            name = _name(pair)
+            if name in conflicts:
+                error = f"the decision model {_conflict(name, conflicts[name])}: neither is kept"
+                readings[pair.key] = Reading(reply="; ".join(conflicts[name]), error=error)
+            elif (p_yes := found.get(name)) is not None:
+                readings[pair.key] = Reading(p_yes=p_yes, word=p_yes >= 0.5, reply=f"P(yes)={p_yes:.6g}")
+        usable = {key: reading for key, reading in readings.items() if reading.error is None}
+        if not usable:
+            why = [_conflict(n, conflicts[n]) if n in conflicts else f"{n} not answered" for n in map(_name, chunk)]
+            more = f"; and {len(why) - 3} more" if len(why) > 3 else ""
+            raise ParseError(f"the decision model gave no usable answer: {'; '.join(why[:3])}{more}")
         if store is not None:
-            for key, reading in readings.items():
+            for key, reading in usable.items():
                 store.put(key, reading)
         return Outcome(value=readings)
 
     return read
+
+
+def _conflict(name: str, answers: Sequence[str]) -> str:
+    """A question answered more than once, differently: ``R1 answered twice, differently (P(yes)=0.9 and ...)``."""
+    times = "twice" if len(answers) == 2 else f"{len(answers)} times"
+    return f"answered {name} {times}, differently ({' and '.join(answers)})"
 
 
 def _answers(chunk: Sequence[PairRequest], outcome: Outcome[dict[str, Reading]]) -> dict[str, Reading]:

@@ -22,6 +22,7 @@ EXTRA_WRAPPERS = (
     "langchain_tag.integrations",
     "langchain_tag.scale.ray_data",
     "langchain_tag.calls._direct",
+    "langchain_tag.judging._openai_decisions",
     "langchain_tag.agents",
 )
 FORBIDDEN_FOR_CORE = (*BESIDE, "langchain_tag_bench")

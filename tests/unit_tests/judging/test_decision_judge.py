@@ -10,6 +10,7 @@ whose first-token logprobs give them, and a loopback fake of OpenAI's
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -19,11 +20,13 @@ from typing import Any
 
 import pytest
 import pytest_socket
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, Noul, NoulAnswer, Question, State
 from langchain_core.documents import Document
 from langchain_openai.decisions import OpenAIDecisions  # importing it lets the package recognise OpenAIDecisions
 from pydantic import PrivateAttr
 
+from langchain_tag.errors import ProviderError
 from langchain_tag.judging import decision_interfaces
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.decision_judge import DecisionJudge, instructions
@@ -34,6 +37,8 @@ from langchain_tag.rules import Rule
 from langchain_tag.scale.bulk import amatch_corpus, match_corpus
 from langchain_tag.testing import FakeChatModel, judged_rule_id
 from tests.helpers.loopback_server import LoopbackServer, as_json
+
+pytestmark = pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
 
 RULES = [
     Rule(
@@ -317,19 +322,26 @@ class FakeDecisionsServer(LoopbackServer):
     Attributes:
         bodies: Every request body received.
         paths: Every request path received.
+        twice: Rule ids whose question is answered a second time, after all the others, with this P(yes)
+            (``None``: the same answer again).
     """
 
     def __init__(self) -> None:
         super().__init__(lambda path, body: as_json(*self.reply(path, body)))
+        self.twice: dict[str, float | None] = {}
 
-    @staticmethod
-    def reply(path: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    def reply(self, path: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         if path != "/v1/decisions":
             return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
         state = body["input"]
         answers = [
             {"name": q["name"], "type": "predicate", "probability": p_yes(state, rule_of(q["instructions"]))}
             for q in body["questions"]
+        ]
+        answers += [
+            {**a, "probability": a["probability"] if self.twice[a["name"]] is None else self.twice[a["name"]]}
+            for a in list(answers)
+            if a["name"] in self.twice
         ]
         usage = {"input_tokens": len(state.split()), "output_tokens": len(answers)}
         return 200, {"model": body["model"], "answers": answers, "usage": usage}
@@ -359,7 +371,6 @@ def decisions_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDecisionsS
 
 
 @pytest.mark.enable_socket
-@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
 async def test_openai_decisions_end_to_end(decisions_server: FakeDecisionsServer) -> None:
     llm = OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=decisions_server.base_url, max_retries=0)
     assert decision_interfaces.is_decision_model(llm)
@@ -391,7 +402,6 @@ async def test_openai_decisions_end_to_end(decisions_server: FakeDecisionsServer
 
 
 @pytest.mark.enable_socket
-@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
 def test_match_inputs_with_decisions_resumes_from_the_verdict_cache(
     decisions_server: FakeDecisionsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -453,3 +463,146 @@ def test_a_decision_job_caps_requests_in_flight_not_questions(cap: int) -> None:
     records = list(match_corpus(inputs, decision_retriever(model), max_concurrency=cap, show_progress=False))
     assert len(records) == 16 and model.requests == 16
     assert model.most_in_flight == cap
+
+
+# --------------------------------------------------------------------------- a question the body answers twice
+def openai_decisions(server: FakeDecisionsServer) -> OpenAIDecisions:
+    return OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=server.base_url, max_retries=0)
+
+
+async def judge_once(judge: DecisionJudge, text: str, asynchronous: bool) -> Any:
+    return await judge.ajudge(text, RULES) if asynchronous else judge.judge(text, RULES)
+
+
+@pytest.mark.enable_socket
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_question_answered_twice_differently_is_a_conflict_not_the_later_answer(
+    decisions_server: FakeDecisionsServer, asynchronous: bool
+) -> None:
+    decisions_server.twice = {"R4": 0.02}  # the input lists R4: its first answer is P(yes) 0.67, the second 0.02
+    judge = DecisionJudge(openai_decisions(decisions_server), calibration=None, cache=SQLiteVerdictCache(":memory:"))
+
+    result = await judge_once(judge, INPUTS[3], asynchronous)
+
+    assert [j.rule_id for j in result.failed] == ["R4"]
+    conflict = result.judgments[RULE_IDS.index("R4")]
+    assert conflict.p_yes is None and not conflict.applies
+    assert conflict.error is not None and "R4" in conflict.error and "twice" in conflict.error
+    assert "0.67" in conflict.error and "0.02" in conflict.error
+    assert [j.rule_id for j in result.matched] == [r for r in expected_ids(INPUTS[3]) if r != "R4"]
+
+    decisions_server.twice = {}  # neither answer was kept: the pair is asked again, and only that pair
+    again = await judge_once(judge, INPUTS[3], asynchronous)
+    assert [q["name"] for q in decisions_server.bodies[-1]["questions"]] == ["R4"]
+    assert [j.rule_id for j in again.matched] == expected_ids(INPUTS[3]) and not again.failed
+
+
+@pytest.mark.enable_socket
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_question_answered_twice_alike_is_one_answer(
+    decisions_server: FakeDecisionsServer, asynchronous: bool
+) -> None:
+    decisions_server.twice = {"R4": None, "R5": None}
+    judge = DecisionJudge(openai_decisions(decisions_server), calibration=None)
+
+    result = await judge_once(judge, INPUTS[3], asynchronous)
+
+    assert not result.failed
+    assert [j.rule_id for j in result.matched] == expected_ids(INPUTS[3])
+    assert result.judgments[RULE_IDS.index("R4")].p_yes == pytest.approx(p_yes(INPUTS[3], "R4"))
+
+
+@pytest.mark.enable_socket
+def test_every_question_answered_twice_differently_fails_the_request_and_says_so(
+    decisions_server: FakeDecisionsServer,
+) -> None:
+    decisions_server.twice = {r: 0.5 for r in RULE_IDS}
+    judge = DecisionJudge(openai_decisions(decisions_server), calibration=None, max_attempts=2)
+    with pytest.raises(ProviderError, match=r"answered R1 twice, differently \(P\(yes\)=0.06 and P\(yes\)=0.5\)"):
+        judge.judge(INPUTS[0], RULES)
+    assert len(decisions_server.bodies) == 2  # a response with no usable answer is asked again, like any other
+
+
+class _Runs(BaseCallbackHandler):
+    """A user's handler: what it is told of each decision request's run."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, ...]] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        metadata = kwargs.get("metadata") or {}
+        self.seen.append(
+            ("start", kwargs.get("name"), kwargs.get("run_type"), tuple(kwargs.get("tags") or ()),
+             metadata.get("ls_model_name"), tuple(metadata.get("tag_rule_ids") or ()), sorted(inputs["questions"]))
+        )  # fmt: skip
+
+    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
+        self.seen.append(("end", type(outputs).__name__, sorted(outputs.predicates)))
+
+
+async def runs_seen(judge: DecisionJudge, asynchronous: bool) -> list[tuple[Any, ...]]:
+    """What a handler passed to the judge is told while it judges ``INPUTS[1]``."""
+    handler = _Runs()
+    if asynchronous:
+        await judge.ajudge(INPUTS[1], RULES, callbacks=[handler])
+    else:
+        judge.judge(INPUTS[1], RULES, callbacks=[handler])
+    return sorted(handler.seen, key=repr)
+
+
+@pytest.mark.enable_socket
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_the_callers_callbacks_see_each_request_as_invoke_shows_it(
+    decisions_server: FakeDecisionsServer, asynchronous: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag.judging import _openai_decisions
+
+    checked = DecisionJudge(openai_decisions(decisions_server), calibration=None, max_questions=5)
+    assert isinstance(checked.runner.llm, _openai_decisions.CheckedDecisions)
+    seen = await runs_seen(checked, asynchronous)
+
+    monkeypatch.setattr(_openai_decisions, "_missing_hook", lambda model: "OpenAIDecisions._payload")
+    through_invoke = DecisionJudge(openai_decisions(decisions_server), calibration=None, max_questions=5)
+    assert isinstance(through_invoke.runner.llm, OpenAIDecisions)
+    assert seen == await runs_seen(through_invoke, asynchronous)
+
+    assert len(seen) == 2 * 3  # 12 rules, 5 questions a request: 3 runs, each started and ended
+    starts = [event for event in seen if event[0] == "start"]
+    assert {(e[1], e[2], e[4]) for e in starts} == {
+        ("tag_judge 5 questions", "llm", "fake-luna"),
+        ("tag_judge 2 questions", "llm", "fake-luna"),
+    }
+    assert all("tag_judge" in e[3] for e in starts)
+    assert [e[1] for e in seen if e[0] == "end"] == ["DecisionResponse"] * 3
+
+
+@pytest.mark.enable_socket
+def test_a_changed_hook_sends_through_invoke_and_says_which(
+    decisions_server: FakeDecisionsServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(OpenAIDecisions, "_payload", lambda self: {}, raising=True)  # no longer takes a request
+    with caplog.at_level("WARNING", logger="langchain_tag.judging._openai_decisions"):
+        judge = DecisionJudge(openai_decisions(decisions_server), calibration=None)
+    assert isinstance(judge.runner.llm, OpenAIDecisions)
+    assert "OpenAIDecisions._payload is missing or has changed" in caplog.text
+
+
+@pytest.mark.enable_socket
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_fault_is_raised_as_invoke_raises_it_and_not_sent_again(
+    decisions_server: FakeDecisionsServer, asynchronous: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag.judging import _openai_decisions
+
+    def error_of_a_judge() -> str:
+        llm = OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=decisions_server.base_url + "/gone")
+        judge = DecisionJudge(llm, calibration=None, max_attempts=3)
+        with pytest.raises(ProviderError) as raised:
+            asyncio.run(judge.ajudge(INPUTS[0], RULES)) if asynchronous else judge.judge(INPUTS[0], RULES)
+        return str(raised.value)
+
+    checked = error_of_a_judge()
+    assert len(decisions_server.bodies) == 1  # a 404 is permanent: asked once
+    monkeypatch.setattr(_openai_decisions, "_missing_hook", lambda model: "OpenAIDecisions._payload")
+    assert checked == error_of_a_judge()
+    assert "HTTP 404: no route /v1/gone/decisions" in checked
