@@ -9,7 +9,11 @@ cache, the scorer):
 2. ``fake-endpoint``: ``ChatOpenAI`` posting to an OpenAI-compatible HTTP
    server on 127.0.0.1 that answers every request at once with a YES/NO token
    and its logprobs (an aiohttp server in its own process): what a GPU server
-   behind the package would see as client overhead, HTTP included.
+   behind the package would see as client overhead, HTTP included;
+3. the same endpoint as OpenAI's Decisions API (``POST /v1/decisions``) behind
+   ``OpenAIDecisions``: one request an input, every rule a question of it,
+   answered at once; beside it the same requests sent by ``OpenAIDecisions.invoke``
+   alone, the client's own floor.
 
 Each judges ``--inputs`` inputs against ``--rules`` rules from an empty
 in-memory verdict cache with ``max_concurrency`` judgments in flight, and
@@ -27,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +41,9 @@ from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id
 
-__all__ = ["InstantEndpoint", "main", "rules", "time_judging"]
+_QUESTION_RULE = re.compile(r"^\(rule (\S+)\)$", re.MULTILINE)
+
+__all__ = ["InstantEndpoint", "main", "rules", "time_decisions_alone", "time_judging"]
 
 
 def rules(count: int) -> list[Rule]:
@@ -52,9 +59,18 @@ def rules(count: int) -> list[Rule]:
     ]
 
 
-def _answers_yes(prompt: str) -> bool:
-    rule_id = judged_rule_id(prompt) or ""
+def _says_yes(rule_id: str) -> bool:
     return rule_id.endswith(("0", "7")) and rule_id != "R-000"
+
+
+def _answers_yes(prompt: str) -> bool:
+    return _says_yes(judged_rule_id(prompt) or "")
+
+
+def _question_says_yes(instructions: str) -> bool:
+    """A decision question's answer: as the chat judge's, for the rule its ``(rule R-007)`` line names."""
+    found = _QUESTION_RULE.search(instructions)
+    return found is not None and _says_yes(found.group(1))
 
 
 def _serve(port_out: Any, delay: float = 0.0) -> None:
@@ -90,6 +106,20 @@ def _serve(port_out: Any, delay: float = 0.0) -> None:
         finally:
             state["in_flight"] -= 1
 
+    async def decide(request: web.Request) -> web.Response:
+        state["requests"] += 1
+        body = await request.json()
+        answers = [
+            {
+                "name": q["name"],
+                "type": "predicate",
+                "probability": 0.9 if _question_says_yes(q["instructions"]) else 0.1,
+            }
+            for q in body["questions"]
+        ]
+        usage = {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": len(answers)}
+        return web.json_response({"model": body.get("model", "instant"), "answers": answers, "usage": usage})
+
     async def stats(request: web.Request) -> web.Response:
         return web.json_response(state)
 
@@ -100,6 +130,7 @@ def _serve(port_out: Any, delay: float = 0.0) -> None:
     async def start() -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", complete)
+        app.router.add_post("/v1/decisions", decide)
         app.router.add_get("/stats", stats)
         app.router.add_post("/reset", reset)
         runner = web.AppRunner(app, access_log=None)
@@ -149,9 +180,21 @@ class InstantEndpoint:
         self._process.join(5)
 
 
-def time_judging(llm: Any, inputs: Sequence[str], rule_set: Sequence[Rule], *, max_concurrency: int) -> float:
-    """Judgments per second of one pass over ``inputs`` (raw P(YES), fresh in-memory cache)."""
+def time_judging(
+    llm: Any,
+    inputs: Sequence[str],
+    rule_set: Sequence[Rule],
+    *,
+    max_concurrency: int,
+    adjust: Callable[[ApplicabilityRetriever], None] | None = None,
+) -> float:
+    """Judgments per second of one pass over ``inputs`` (raw P(YES), fresh in-memory cache).
+
+    ``adjust`` changes the retriever before the pass (a row comparing one part of the path with another).
+    """
     retriever = ApplicabilityRetriever(llm=llm, rules=list(rule_set), calibration=None, max_concurrency=max_concurrency)
+    if adjust is not None:
+        adjust(retriever)
     start = time.perf_counter()
     judged = 0
     for text in inputs:
@@ -175,8 +218,65 @@ def time_client_alone(llm: Any, inputs: Sequence[str], rule_set: Sequence[Rule],
     return sent / (time.perf_counter() - start)
 
 
-def _median_rate(make: Callable[[], Any], inputs: Sequence[str], rule_set: Sequence[Rule], args: Any) -> list[float]:
-    return [time_judging(make(), inputs, rule_set, max_concurrency=args.max_concurrency) for _ in range(args.repeats)]
+def time_decisions_alone(llm: Any, inputs: Sequence[str], rule_set: Sequence[Rule]) -> float:
+    """Questions per second of the judge's decision requests sent by ``llm.invoke`` alone, one input a request."""
+    from langchain_tag.judging.decision_interfaces import question_request
+    from langchain_tag.judging.decision_judge import instructions
+    from langchain_tag.judging.prompts import JUDGE_PROMPTS
+
+    prompt = JUDGE_PROMPTS["applicability"]
+    requests = [question_request(llm, text, {r.rule_id: instructions(prompt, r) for r in rule_set}) for text in inputs]
+    start = time.perf_counter()
+    answered = sum(len(llm.invoke(request).predicates) for request in requests)
+    return answered / (time.perf_counter() - start)
+
+
+def _median_rate(
+    make: Callable[[], Any],
+    inputs: Sequence[str],
+    rule_set: Sequence[Rule],
+    args: Any,
+    adjust: Callable[[ApplicabilityRetriever], None] | None = None,
+) -> list[float]:
+    return [
+        time_judging(make(), inputs, rule_set, max_concurrency=args.max_concurrency, adjust=adjust)
+        for _ in range(args.repeats)
+    ]
+
+
+def _through_invoke(retriever: ApplicabilityRetriever) -> None:
+    """The decision judge sending through the bare ``OpenAIDecisions.invoke``: no check of the body."""
+    retriever.judge.runner.llm = retriever.judge.llm
+
+
+def _decision_rows(
+    endpoint: InstantEndpoint, inputs: Sequence[str], rule_set: Sequence[Rule], args: Any
+) -> list[tuple[str, list[float]]]:
+    """The Decisions API rows: the package's decision judge, and ``OpenAIDecisions.invoke`` alone."""
+    import warnings
+
+    from langchain_core._api.beta_decorator import LangChainBetaWarning
+    from langchain_openai.decisions import OpenAIDecisions
+
+    warnings.simplefilter("ignore", LangChainBetaWarning)
+
+    def decisions() -> OpenAIDecisions:
+        return OpenAIDecisions(model="instant", base_url=endpoint.base_url, api_key="none", max_retries=0)
+
+    return [
+        (
+            "fake-endpoint (OpenAIDecisions over HTTP, one request an input)",
+            _median_rate(decisions, inputs, rule_set, args),
+        ),
+        (
+            "the same, through OpenAIDecisions.invoke (no check of the body)",
+            _median_rate(decisions, inputs, rule_set, args, adjust=_through_invoke),
+        ),
+        (
+            "OpenAIDecisions.invoke alone, same requests (no package)",
+            [time_decisions_alone(decisions(), inputs, rule_set) for _ in range(args.repeats)],
+        ),
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,6 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ],
             )
         )
+        rows += _decision_rows(endpoint, inputs, rule_set, args)
     finally:
         endpoint.close()
     print("| judge | judgments/s (median) | per judgment | passes |")

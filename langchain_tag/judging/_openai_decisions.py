@@ -162,7 +162,7 @@ def conflicts_in_body(response: httpx.Response) -> dict[str, tuple[str, ...]]:
     return {
         name: tuple(_answer_text(a) for a in found)
         for name, found in given.items()
-        if len({json.dumps(a, sort_keys=True, default=str) for a in found}) > 1
+        if len(found) > 1 and len({json.dumps(a, sort_keys=True, default=str) for a in found}) > 1
     }
 
 
