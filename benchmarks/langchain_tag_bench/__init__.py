@@ -27,24 +27,29 @@ Example:
 
 from __future__ import annotations
 
-from langchain_tag_bench.data import BenchDataError, default_data_path
-from langchain_tag_bench.methods import DEFAULT_KS, Method, parse_methods
-from langchain_tag_bench.metrics import (
-    NbaVerdict,
-    RetrievalScore,
-    RetrievalSummary,
-    parse_nba_verdict,
-    score_retrieval,
-    strict_accuracy,
-    strict_correct,
-    summarize,
-    summarize_by_group,
-)
-from langchain_tag_bench.report import write_report
-from langchain_tag_bench.runlog import RunLog
-from langchain_tag_bench.runner import BenchRun, run_benchmark
-from langchain_tag_bench.task import BenchItem, BenchTask, Metric
-from langchain_tag_bench.tasks import TASKS, cached_extraction, code_task, nba_task, npov_task, pep8_task
+from typing import TYPE_CHECKING
+
+from langchain_tag.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_tag_bench.data import BenchDataError, default_data_path
+    from langchain_tag_bench.methods import DEFAULT_KS, Method, parse_methods
+    from langchain_tag_bench.metrics import (
+        NbaVerdict,
+        RetrievalScore,
+        RetrievalSummary,
+        parse_nba_verdict,
+        score_retrieval,
+        strict_accuracy,
+        strict_correct,
+        summarize,
+        summarize_by_group,
+    )
+    from langchain_tag_bench.report import write_report
+    from langchain_tag_bench.runlog import RunLog
+    from langchain_tag_bench.runner import BenchRun, run_benchmark
+    from langchain_tag_bench.task import BenchItem, BenchTask, Metric
+    from langchain_tag_bench.tasks import TASKS, cached_extraction, code_task, nba_task, npov_task, pep8_task
 
 __all__ = [
     "DEFAULT_KS",
@@ -75,3 +80,37 @@ __all__ = [
     "summarize_by_group",
     "write_report",
 ]
+
+_MODULES = {
+    "BenchDataError": "data",
+    "BenchItem": "task",
+    "BenchRun": "runner",
+    "BenchTask": "task",
+    "DEFAULT_KS": "methods",
+    "Method": "methods",
+    "Metric": "task",
+    "NbaVerdict": "metrics",
+    "RetrievalScore": "metrics",
+    "RetrievalSummary": "metrics",
+    "RunLog": "runlog",
+    "TASKS": "tasks",
+    "cached_extraction": "tasks",
+    "code_task": "tasks",
+    "default_data_path": "data",
+    "nba_task": "tasks",
+    "npov_task": "tasks",
+    "parse_methods": "methods",
+    "parse_nba_verdict": "metrics",
+    "pep8_task": "tasks",
+    "run_benchmark": "runner",
+    "score_retrieval": "metrics",
+    "strict_accuracy": "metrics",
+    "strict_correct": "metrics",
+    "summarize": "metrics",
+    "summarize_by_group": "metrics",
+    "write_report": "report",
+}
+"""Where each public name lives: imported on first use, so the ``bench`` command's parser (built by every
+``langchain-tag`` start) imports no task, model or report code."""
+
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from langchain_tag.cli.options import LazyChoices
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
 from langchain_tag_bench.methods import DEFAULT_KS
-from langchain_tag_bench.tasks import TASKS
 
 __all__ = ["add_bench_parser", "model_config_for", "run_fit_default_command", "run_quality_command"]
 
@@ -53,6 +53,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _domains() -> tuple[str, ...]:
+    """The benchmark's tasks and its other commands (read when a DOMAIN is checked: the tasks import models)."""
+    from langchain_tag_bench.tasks import TASKS
+
+    return (*TASKS, "quality", "fit-default")
+
+
 def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``bench`` sub-command to a sub-parser collection."""
     p = sub.add_parser(
@@ -63,7 +70,8 @@ def add_bench_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "domain",
-        choices=(*TASKS, "quality", "fit-default"),
+        choices=LazyChoices(_domains),
+        metavar="DOMAIN",
         help="nba | code (HumanEval x PEP 8) | npov | pep8 (retrieval only) | "
         "quality (policy -> rules -> labelled inputs, P/R/F1 per statement) | "
         "fit-default (one calibration fitted on the pooled dev splits of quality runs: --runs)",

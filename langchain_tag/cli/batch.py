@@ -18,7 +18,7 @@ __all__ = ["add_batch_commands"]
 
 def add_batch_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """``batch export`` and ``batch import``: judgments through the OpenAI Batch API."""
-    from langchain_tag.scale.batch_api import MAX_BYTES, MAX_REQUESTS
+    from langchain_tag.scale.batch_api.ids import MAX_BYTES, MAX_REQUESTS
 
     batch = sub.add_parser(
         "batch", parents=[common], help="judge through the OpenAI Batch API: export requests, import results"

@@ -37,6 +37,7 @@ from langchain_tag.cli.exits import (
     stdout_to_devnull,
 )
 from langchain_tag.cli.options import (
+    LazyChoices,
     add_cache_options,
     judging_retriever,
     non_negative_int,
@@ -46,8 +47,6 @@ from langchain_tag.cli.options import (
     verdict_cache,
 )
 from langchain_tag.cli.review import add_review_command
-from langchain_tag.executors import EXECUTOR_PROMPTS
-from langchain_tag.graph import MODES
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
 __all__ = ["EXIT_JUDGMENTS_FAILED", "build_parser", "configure_logging", "main"]
@@ -242,6 +241,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _modes() -> tuple[str, ...]:
+    from langchain_tag.graph import MODES
+
+    return MODES
+
+
+def _domains() -> list[str]:
+    from langchain_tag.executors import EXECUTOR_PROMPTS
+
+    return sorted(EXECUTOR_PROMPTS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = _Parser(
@@ -379,9 +390,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="retrieve with a mode and run the executor")
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
-    p.add_argument("--mode", choices=MODES, default="tag")
+    p.add_argument(
+        "--mode",
+        choices=LazyChoices(_modes),
+        default="tag",
+        metavar="MODE",
+        help="how the rules are retrieved: %(choices)s (default: %(default)s)",
+    )
     p.add_argument("--source", nargs="*", help="source documents for the similarity mode's chunks")
-    p.add_argument("--domain", choices=sorted(EXECUTOR_PROMPTS), default="generic")
+    p.add_argument(
+        "--domain",
+        choices=LazyChoices(_domains),
+        default="generic",
+        metavar="DOMAIN",
+        help="the executor's prompt: %(choices)s (default: %(default)s)",
+    )
     p.add_argument("--k", type=positive_int, default=10, help="top-k of the similarity mode")
     p.add_argument(
         "--reference-inputs",

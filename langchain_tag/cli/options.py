@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
 
 __all__ = [
+    "LazyChoices",
     "add_cache_options",
     "add_judge_options",
     "int_at_least",
@@ -23,6 +25,42 @@ __all__ = [
     "verdict_cache",
     "verdicts_path",
 ]
+
+
+class LazyChoices(Sequence[str]):
+    """An option's choices read on first use, so building the parser imports no module they live in.
+
+    ``argparse`` reads choices to check a value given to the option and to print its command's help, and to
+    check the option's metavar when it is added: give the option a ``metavar``, and list the choices in its
+    help with ``%(choices)s``.
+
+    >>> choices = LazyChoices(lambda: ["b", "a"])
+    >>> "a" in choices, "c" in choices, list(choices)
+    (True, False, ['b', 'a'])
+    """
+
+    def __init__(self, load: Callable[[], Iterable[str]]) -> None:
+        self._load = load
+
+    @cached_property
+    def _names(self) -> tuple[str, ...]:
+        return tuple(self._load())
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._names[index]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names
 
 
 def read_input(value: str) -> str:

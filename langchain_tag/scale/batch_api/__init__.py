@@ -44,27 +44,32 @@ Example:
         summary = import_openai_batch(["out-1.jsonl"], retriever, "batch/mapping.jsonl", inputs=inputs)
 """
 
-from langchain_tag.scale.batch_api.export import export_openai_batch
-from langchain_tag.scale.batch_api.ids import (
-    BATCH_URL,
-    CUSTOM_ID_MAX_CHARS,
-    MAPPING_FILE,
-    MAX_BYTES,
-    MAX_REQUESTS,
-    REFERENCE_PREFIX,
-    BatchError,
-    custom_id,
-    parse_custom_id,
-    request_digest,
-    split_custom_id,
-)
-from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping, batch_mapping
-from langchain_tag.scale.batch_api.results import (
-    BatchRequestFailure,
-    BatchResultsModel,
-    ImportSummary,
-    import_openai_batch,
-)
+from typing import TYPE_CHECKING
+
+from langchain_tag.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_tag.scale.batch_api.export import export_openai_batch
+    from langchain_tag.scale.batch_api.ids import (
+        BATCH_URL,
+        CUSTOM_ID_MAX_CHARS,
+        MAPPING_FILE,
+        MAX_BYTES,
+        MAX_REQUESTS,
+        REFERENCE_PREFIX,
+        BatchError,
+        custom_id,
+        parse_custom_id,
+        request_digest,
+        split_custom_id,
+    )
+    from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchMapping, batch_mapping
+    from langchain_tag.scale.batch_api.results import (
+        BatchRequestFailure,
+        BatchResultsModel,
+        ImportSummary,
+        import_openai_batch,
+    )
 
 __all__ = [
     "BATCH_URL",
@@ -87,3 +92,29 @@ __all__ = [
     "request_digest",
     "split_custom_id",
 ]
+
+_MODULES = {
+    "export_openai_batch": "export",
+    "BATCH_URL": "ids",
+    "BatchError": "ids",
+    "CUSTOM_ID_MAX_CHARS": "ids",
+    "MAPPING_FILE": "ids",
+    "MAX_BYTES": "ids",
+    "MAX_REQUESTS": "ids",
+    "REFERENCE_PREFIX": "ids",
+    "custom_id": "ids",
+    "parse_custom_id": "ids",
+    "request_digest": "ids",
+    "split_custom_id": "ids",
+    "BatchEntry": "mapping",
+    "BatchMapping": "mapping",
+    "batch_mapping": "mapping",
+    "BatchRequestFailure": "results",
+    "BatchResultsModel": "results",
+    "ImportSummary": "results",
+    "import_openai_batch": "results",
+}
+"""Where each public name lives: imported on first use, so the CLI's parser (which needs two limits) does not
+import the export and import machinery."""
+
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import TYPE_CHECKING
 
 from langchain_tag.errors import TagError
-from langchain_tag.judging.pairs import PairRequest
+
+if TYPE_CHECKING:
+    from langchain_tag.judging.pairs import PairRequest
 
 __all__ = [
     "BATCH_URL",
