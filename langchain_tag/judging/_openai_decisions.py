@@ -38,6 +38,8 @@ __all__ = ["HOOKS", "CheckedDecisions", "conflicts_in_body"]
 logger = logging.getLogger(__name__)
 
 _PATH = "/decisions"
+"""Posted with ``cast_to=httpx.Response``, the SDK returns the raw response: ``openai`` 3 accepts the ``httpx``
+class beside its own ``httpx2`` one once ``httpx`` is loaded, as it is here."""
 
 HOOKS = (
     "Runnable._call_with_config",
@@ -138,8 +140,10 @@ class CheckedDecisions:
         return DecisionReply(response=found, conflicts=conflicts)
 
 
-def conflicts_in_body(response: httpx.Response) -> dict[str, tuple[str, ...]]:
+def conflicts_in_body(response: Any) -> dict[str, tuple[str, ...]]:
     """The questions a Decisions API body answered more than once, differently: each answer given, as text.
+
+    ``response`` is the raw HTTP response (the ``openai`` SDK's ``httpx`` or ``httpx2`` one: its ``json()``).
 
     An answer repeated as it was is one answer. A body that is not such JSON gives none: the model's own parser
     then raises its error for it.

@@ -219,7 +219,7 @@ def _reader(chunk: Sequence[PairRequest], store: VerdictStore | None) -> Callabl
 
 
 def _conflict(name: str, answers: Sequence[str]) -> str:
-    """A question answered more than once, differently: ``R1 answered twice, differently (P(yes)=0.9 and ...)``."""
+    """A question answered more than once, differently: ``answered R1 twice, differently (P(yes)=0.9 and ...)``."""
     times = "twice" if len(answers) == 2 else f"{len(answers)} times"
     return f"answered {name} {times}, differently ({' and '.join(answers)})"
 
