@@ -1,7 +1,7 @@
-"""An HTTP server on 127.0.0.1, in a thread, whose POSTs a function answers: the fakes of the tests' endpoints.
+"""An HTTP server on 127.0.0.1, in a thread, whose requests a function answers: the fakes of the tests' endpoints.
 
-Each request's JSON body (and its path) is kept, then handed to ``answer(path, body)``, which returns the status,
-the content type and the bytes to send back.
+Each POST's path and JSON body is kept, then handed to ``answer(path, body)``, which returns the status, the
+content type and the bytes to send back; with ``gets=True`` so is each GET (its body ``{}``), else a GET gets 501.
 """
 
 from __future__ import annotations
@@ -18,12 +18,16 @@ Answer = Callable[[str, dict[str, Any]], tuple[int, str, bytes]]
 class LoopbackServer:
     """The server; ``close()`` stops it.
 
+    Args:
+        answer: Answers each request kept.
+        gets: Whether GET requests are kept and answered too.
+
     Attributes:
         bodies: Every request body received.
         paths: Every request path received.
     """
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, *, gets: bool = False) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
@@ -31,7 +35,15 @@ class LoopbackServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                self._answer(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+
+            def do_GET(self) -> None:
+                if not gets:  # as a server with no GET routes: not kept, not answered
+                    self.send_error(501)
+                    return
+                self._answer({})
+
+            def _answer(self, body: dict[str, Any]) -> None:
                 with server._lock:
                     server.bodies.append(body)
                     server.paths.append(self.path)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,35 +14,26 @@ from langchain_openai import ChatOpenAI
 
 from langchain_tag.calls import identity
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, model_identity
+from tests.helpers.loopback_server import LoopbackServer, as_json
 
 LOOPBACK = ["127.0.0.1", "::1"]
 
 
-class ModelsServer:
-    """A fake OpenAI-compatible ``GET /v1/models`` on 127.0.0.1 reporting the models it was given."""
+class ModelsServer(LoopbackServer):
+    """A fake OpenAI-compatible ``GET /v1/models`` on 127.0.0.1 reporting the models it was given.
+
+    Its first ``stalls`` requests are answered ``stall`` seconds late (a busy server).
+    """
 
     def __init__(self, *entries: dict[str, Any], stalls: int = 0, stall: float = 0.0) -> None:
-        listing = json.dumps({"object": "list", "data": list(entries)}).encode()
-        self.paths: list[str] = []
-        paths = self.paths
+        listing = {"object": "list", "data": list(entries)}
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                paths.append(self.path)
-                if len(paths) <= stalls:  # busy: the first requests are answered too late
-                    time.sleep(stall)
-                status, body = (200, listing) if self.path.startswith("/v1/models") else (404, b"{}")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def answer(path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+            if len(self.paths) <= stalls:
+                time.sleep(stall)
+            return as_json(*((200, listing) if path.startswith("/v1/models") else (404, {})))
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(answer, gets=True)
 
     @property
     def port(self) -> int:
@@ -53,10 +41,6 @@ class ModelsServer:
 
     def url(self, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(autouse=True)
