@@ -19,7 +19,7 @@ from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.scale.bulk import match_corpus
 from tests.helpers.signals import judged, terminate_when
-from tests.unit_tests.test_ray_data import LOOPBACK, MODEL, FakeEndpoint
+from tests.unit_tests.scale.test_ray_data import LOOPBACK, MODEL, FakeEndpoint
 
 pytestmark = pytest.mark.enable_socket
 
