@@ -625,7 +625,7 @@ def test_match_inputs_interrupted_then_rerun_judges_only_the_rest(
 
 # ------------------------------------------------------------------ match --inputs: pipes, signals, file errors
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 FAKE_CLI = """
 import sys

@@ -370,9 +370,14 @@ def decisions_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDecisionsS
     server.close()
 
 
+def openai_decisions(server: FakeDecisionsServer, path: str = "") -> OpenAIDecisions:
+    """An ``OpenAIDecisions`` on the fake (``path``: below its base URL), without client retries."""
+    return OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=server.base_url + path, max_retries=0)
+
+
 @pytest.mark.enable_socket
 async def test_openai_decisions_end_to_end(decisions_server: FakeDecisionsServer) -> None:
-    llm = OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=decisions_server.base_url, max_retries=0)
+    llm = openai_decisions(decisions_server)
     assert decision_interfaces.is_decision_model(llm)
     retriever = decision_retriever(llm)
     assert isinstance(retriever.judge, DecisionJudge)
@@ -466,10 +471,6 @@ def test_a_decision_job_caps_requests_in_flight_not_questions(cap: int) -> None:
 
 
 # --------------------------------------------------------------------------- a question the body answers twice
-def openai_decisions(server: FakeDecisionsServer) -> OpenAIDecisions:
-    return OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=server.base_url, max_retries=0)
-
-
 async def judge_once(judge: DecisionJudge, text: str, asynchronous: bool) -> Any:
     return await judge.ajudge(text, RULES) if asynchronous else judge.judge(text, RULES)
 
@@ -595,8 +596,7 @@ def test_a_fault_is_raised_as_invoke_raises_it_and_not_sent_again(
     from langchain_tag.judging import _openai_decisions
 
     def error_of_a_judge() -> str:
-        llm = OpenAIDecisions(model="fake-luna", api_key="sk-test", base_url=decisions_server.base_url + "/gone")
-        judge = DecisionJudge(llm, calibration=None, max_attempts=3)
+        judge = DecisionJudge(openai_decisions(decisions_server, "/gone"), calibration=None, max_attempts=3)
         with pytest.raises(ProviderError) as raised:
             asyncio.run(judge.ajudge(INPUTS[0], RULES)) if asynchronous else judge.judge(INPUTS[0], RULES)
         return str(raised.value)
