@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["iterate_on_own_loop", "job_async_client", "loop_is_free", "may_remake", "remakeable"]
@@ -105,14 +105,32 @@ def iterate_on_own_loop(job: AsyncIterator[T]) -> Iterator[T]:
     finally:
         try:
             if step is not None and not step.done():  # interrupted mid-step: cancel it where it waits
-                loop.run_until_complete(_cancelled([step]))
+                _complete(loop, _cancelled([step]))
             else:
-                context.run(loop.run_until_complete, _closed(job))
-            loop.run_until_complete(_cancelled(asyncio.all_tasks(loop)))
-            loop.run_until_complete(_close_clients(clients))
-            loop.run_until_complete(loop.shutdown_asyncgens())
+                context.run(_complete, loop, _closed(job))
+            _complete(loop, _cancelled(asyncio.all_tasks(loop)))
+            _complete(loop, _close_clients(clients))
+            _complete(loop, loop.shutdown_asyncgens())
         finally:
             loop.close()
+
+
+def _complete(loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, Any]) -> None:
+    """Run ``work`` on ``loop`` to its end, past a stop an interrupted run left queued.
+
+    An interrupt that lands after a step has ended, before the loop ran the step's done-callback, leaves that
+    callback queued: it stops the loop at the next run, whatever that run waits for ("Event loop stopped before
+    Future completed"). The callback runs once, so the run is resumed.
+    """
+    task = loop.create_task(work)
+    while True:
+        try:
+            loop.run_until_complete(task)
+        except RuntimeError:
+            if task.done() or loop.is_running() or loop.is_closed():
+                raise
+            continue
+        return
 
 
 async def _next(job: AsyncIterator[T]) -> T:

@@ -80,6 +80,32 @@ def _interrupt() -> None:
     raise KeyboardInterrupt
 
 
+def test_an_interrupt_between_a_steps_end_and_its_callback_still_cleans_up_and_comes_out_as_itself() -> None:
+    """A signal that lands after a step has ended, before the loop has run the step's done-callback.
+
+    That callback (which stops the loop) is then still queued, and would stop the next run the cleanup makes before
+    that run is done ("Event loop stopped before Future completed", not the interrupt).
+    """
+    events: list[str] = []
+    model = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key=SecretStr("k"))
+    private: list[Any] = []
+
+    async def job() -> AsyncIterator[int]:
+        private.append(job_async_client(model))
+        try:
+            asyncio.get_running_loop().call_soon(_interrupt)  # runs just before the step's done-callback
+            yield 1
+            yield 2
+        finally:
+            await asyncio.sleep(0)  # the job's cleanup waits on the loop (the bulk job's commits the verdicts)
+            events.append("cleanup")
+
+    with pytest.raises(KeyboardInterrupt):
+        list(iterate_on_own_loop(job()))
+    assert events == ["cleanup"]
+    assert private[0].is_closed()
+
+
 def test_the_sync_bulk_job_runs_on_its_own_loop_with_the_async_pace_and_the_same_records(
     endpoint: FakeEndpoint, rules: list[Rule], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
