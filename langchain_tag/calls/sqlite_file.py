@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,18 @@ def _named_errors(path: Path) -> Iterator[None]:
         if str(exc).startswith(f"{path}: "):
             raise
         raise _naming(exc, path) from exc
+
+
+_BUSY_CODES = (5, 6)
+"""SQLITE_BUSY and SQLITE_LOCKED (named in ``sqlite3`` from Python 3.11 on)."""
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` is SQLite refusing a lock another connection holds (busy or locked)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _BUSY_CODES  # an extended code keeps its primary code in the low byte
+    return str(error).endswith(("database is locked", "database is busy"))
 
 
 class _Connection(sqlite3.Connection):
@@ -81,8 +94,26 @@ class SQLiteFile:
         self._timeout = timeout
         self._local = threading.local()
         with self.connection() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._journal_in_wal(conn)
             conn.execute(schema)
+
+    def _journal_in_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to the WAL journal, waiting (up to the timeout) while another connection opens it too.
+
+        Two openers of a new file each need it alone to switch its journal, and SQLite refuses the one that would
+        deadlock at once, without its busy timeout: that one tries again shortly.
+        """
+        deadline = time.monotonic() + self._timeout
+        pause = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use).

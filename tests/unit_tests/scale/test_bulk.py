@@ -560,7 +560,7 @@ def test_two_jobs_on_one_verdicts_file_judge_each_pair_once(
     texts = [f"def g{i}(x=[]):\n\treturn x  # input {i}" for i in range(12)]
     verdicts = tmp_path / "verdicts.sqlite"
     judges = [scored_judge(delay=0.02), scored_judge(delay=0.02)]
-    start = threading.Barrier(2)
+    start = threading.Barrier(2, timeout=60)
     errors: list[BaseException] = []
 
     def job(n: int) -> None:
@@ -573,6 +573,7 @@ def test_two_jobs_on_one_verdicts_file_judge_each_pair_once(
             else:
                 write_results(match_corpus(texts, retriever, max_concurrency=4), out)
         except BaseException as exc:  # pragma: no cover - reported below
+            start.abort()  # the other job stops waiting for this one
             errors.append(exc)
 
     threads = [threading.Thread(target=job, args=(n,)) for n in range(2)]
