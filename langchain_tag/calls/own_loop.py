@@ -123,14 +123,14 @@ def _complete(loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, Any]) -
     Future completed"). The callback runs once, so the run is resumed.
     """
     task = loop.create_task(work)
-    while True:
+    for _ in range(8):  # each stale callback stops one run; a bound, so another RuntimeError cannot loop forever
         try:
             loop.run_until_complete(task)
+            return
         except RuntimeError:
             if task.done() or loop.is_running() or loop.is_closed():
                 raise
-            continue
-        return
+    loop.run_until_complete(task)
 
 
 async def _next(job: AsyncIterator[T]) -> T:
