@@ -37,8 +37,8 @@ from langchain_tag.cli.exits import (
     stdout_to_devnull,
 )
 from langchain_tag.cli.options import (
-    LazyChoices,
     add_cache_options,
+    add_lazy_choice,
     judging_retriever,
     non_negative_int,
     positive_int,
@@ -390,21 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="retrieve with a mode and run the executor")
     p.add_argument("input", help='the input text, or "-" to read it from stdin')
     p.add_argument("--rules", required=True, help="rule file (JSONL)")
-    p.add_argument(
-        "--mode",
-        choices=LazyChoices(_modes),
-        default="tag",
-        metavar="MODE",
-        help="how the rules are retrieved: %(choices)s (default: %(default)s)",
-    )
+    add_lazy_choice(p, "--mode", _modes, default="tag", about="how the rules are retrieved")
     p.add_argument("--source", nargs="*", help="source documents for the similarity mode's chunks")
-    p.add_argument(
-        "--domain",
-        choices=LazyChoices(_domains),
-        default="generic",
-        metavar="DOMAIN",
-        help="the executor's prompt: %(choices)s (default: %(default)s)",
-    )
+    add_lazy_choice(p, "--domain", _domains, default="generic", about="the executor's prompt")
     p.add_argument("--k", type=positive_int, default=10, help="top-k of the similarity mode")
     p.add_argument(
         "--reference-inputs",

@@ -16,6 +16,7 @@ __all__ = [
     "LazyChoices",
     "add_cache_options",
     "add_judge_options",
+    "add_lazy_choice",
     "int_at_least",
     "judging_retriever",
     "non_negative_int",
@@ -61,6 +62,19 @@ class LazyChoices(Sequence[str]):
 
     def __contains__(self, value: object) -> bool:
         return value in self._names
+
+
+def add_lazy_choice(
+    parser: argparse.ArgumentParser, flag: str, load: Callable[[], Iterable[str]], *, default: str, about: str
+) -> None:
+    """Add ``flag``, whose choices ``load`` gives on first use (:class:`LazyChoices`), listed in its help."""
+    parser.add_argument(
+        flag,
+        choices=LazyChoices(load),
+        default=default,
+        metavar=flag.lstrip("-").upper(),
+        help=f"{about}: %(choices)s (default: %(default)s)",
+    )
 
 
 def read_input(value: str) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from langchain_tag.calls.sqlite_file import SQLiteFile
+from tests.helpers.threads import run_together
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, value TEXT)"
 
@@ -19,22 +19,12 @@ def test_two_openers_of_one_new_file_at_the_same_moment_both_open_it(tmp_path: P
     failed: list[BaseException] = []
     for round_ in range(150):
         path = tmp_path / f"{round_}.sqlite"
-        start = threading.Barrier(2, timeout=30)
 
-        def open_it(path: Path = path, start: threading.Barrier = start) -> None:
-            try:
-                start.wait()
-                file = SQLiteFile(path, SCHEMA)
-                with file.connection() as conn:
-                    conn.execute("INSERT OR REPLACE INTO rows VALUES (?, ?)", (str(threading.get_ident()), "x"))
-                file.close()
-            except BaseException as exc:
-                failed.append(exc)
+        def open_it(n: int, path: Path = path) -> None:
+            file = SQLiteFile(path, SCHEMA)
+            with file.connection() as conn:
+                conn.execute("INSERT OR REPLACE INTO rows VALUES (?, ?)", (str(n), "x"))
+            file.close()
 
-        threads = [threading.Thread(target=open_it) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert not any(thread.is_alive() for thread in threads)
+        failed += run_together(open_it, 2)
     assert failed == []

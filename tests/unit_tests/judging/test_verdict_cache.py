@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +25,7 @@ from langchain_tag.judging.verdict_cache import (
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
+from tests.helpers.threads import run_together
 
 QUERY = "def f(x=[]):\n    return x"
 
@@ -125,22 +125,14 @@ def test_sqlite_cache_persists_and_is_shared_across_threads(rules: list[Rule], t
     assert judge.calls == 5 and [j.rule_id for j in result.matched] == ["R-004"]
     assert result.matched[0].p_yes == pytest.approx(0.9)
     # Many threads writing and reading one file.
-    errors: list[BaseException] = []
 
     def work(n: int) -> None:
-        try:
-            cache = SQLiteVerdictCache(path)
-            for i in range(20):
-                cache.put(f"k{n}-{i}", Reading(word=i % 2 == 0, p_yes=i / 20))
-                assert cache.get(f"k{n}-{i}") == Reading(word=i % 2 == 0, p_yes=i / 20)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        cache = SQLiteVerdictCache(path)
+        for i in range(20):
+            cache.put(f"k{n}-{i}", Reading(word=i % 2 == 0, p_yes=i / 20))
+            assert cache.get(f"k{n}-{i}") == Reading(word=i % 2 == 0, p_yes=i / 20)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_together(work, 4)
     assert errors == [] and len(SQLiteVerdictCache(path)) == 5 + 80
 
 

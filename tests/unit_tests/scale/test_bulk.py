@@ -33,6 +33,7 @@ from langchain_tag.scale.bulk import (
 )
 from langchain_tag.testing import FakeChatModel, judged_rule_id
 from tests.helpers.judge_fakes import pair_of, prompt_input, scored_judge, scored_reply
+from tests.helpers.threads import run_together
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -560,27 +561,16 @@ def test_two_jobs_on_one_verdicts_file_judge_each_pair_once(
     texts = [f"def g{i}(x=[]):\n\treturn x  # input {i}" for i in range(12)]
     verdicts = tmp_path / "verdicts.sqlite"
     judges = [scored_judge(delay=0.02), scored_judge(delay=0.02)]
-    start = threading.Barrier(2, timeout=60)
-    errors: list[BaseException] = []
 
     def job(n: int) -> None:
-        try:
-            retriever = retriever_for(judges[n], rules, SQLiteVerdictCache(verdicts), calibration=None)
-            out = tmp_path / f"out{n}.jsonl"
-            start.wait()
-            if asynchronous:
-                asyncio.run(awrite_results(amatch_corpus(texts, retriever, max_concurrency=4), out))
-            else:
-                write_results(match_corpus(texts, retriever, max_concurrency=4), out)
-        except BaseException as exc:  # pragma: no cover - reported below
-            start.abort()  # the other job stops waiting for this one
-            errors.append(exc)
+        retriever = retriever_for(judges[n], rules, SQLiteVerdictCache(verdicts), calibration=None)
+        out = tmp_path / f"out{n}.jsonl"
+        if asynchronous:
+            asyncio.run(awrite_results(amatch_corpus(texts, retriever, max_concurrency=4), out))
+        else:
+            write_results(match_corpus(texts, retriever, max_concurrency=4), out)
 
-    threads = [threading.Thread(target=job, args=(n,)) for n in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_together(job, 2)
     assert errors == []
     pairs = len(texts) * len(rules)
     calls = judges[0].calls + judges[1].calls
