@@ -92,6 +92,7 @@ def iterate_on_own_loop(job: AsyncIterator[T]) -> Iterator[T]:
     context.run(_JOB_CLIENTS.set, clients)
     loop = asyncio.new_event_loop()
     step: asyncio.Task[T] | None = None
+    ended: BaseException | None = None
     try:
         while True:
             step = context.run(loop.create_task, _next(job))
@@ -102,35 +103,47 @@ def iterate_on_own_loop(job: AsyncIterator[T]) -> Iterator[T]:
                 return
             step = None
             yield item
+    except BaseException as exc:
+        ended = exc
+        raise
     finally:
         try:
             if step is not None and not step.done():  # interrupted mid-step: cancel it where it waits
-                _complete(loop, _cancelled([step]))
+                _complete(loop, _cancelled([step]), ended)
             else:
-                context.run(_complete, loop, _closed(job))
-            _complete(loop, _cancelled(asyncio.all_tasks(loop)))
-            _complete(loop, _close_clients(clients))
-            _complete(loop, loop.shutdown_asyncgens())
+                context.run(_complete, loop, _closed(job), ended)
+            _complete(loop, _cancelled(asyncio.all_tasks(loop)), ended)
+            _complete(loop, _close_clients(clients), ended)
+            _complete(loop, loop.shutdown_asyncgens(), ended)
         finally:
             loop.close()
 
 
-def _complete(loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, Any]) -> None:
-    """Run ``work`` on ``loop`` to its end, past a stop an interrupted run left queued.
+def _complete(loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, Any], ended: BaseException | None) -> None:
+    """Run ``work`` (a step of the cleanup) on ``loop`` to its end, past what the interrupt ``ended`` left behind.
 
-    An interrupt that lands after a step has ended, before the loop ran the step's done-callback, leaves that
-    callback queued: it stops the loop at the next run, whatever that run waits for ("Event loop stopped before
-    Future completed"). The callback runs once, so the run is resumed.
+    - An interrupt that lands after a step has ended, before the loop ran the step's done-callback, leaves that
+      callback queued: it stops the loop at the next run, whatever that run waits for ("Event loop stopped before
+      Future completed"). The callback runs once, so the run is resumed.
+    - An interrupt that lands in a task's own code ends that task with it, and a task that awaited it (the step)
+      raises it again out of the loop while it is cancelled. The same interrupt again does not cut the cleanup
+      short: the run is resumed, or, when ``work`` itself ended on it, the next step of the cleanup is taken.
     """
     task = loop.create_task(work)
-    for _ in range(8):  # each stale callback stops one run; a bound, so another RuntimeError cannot loop forever
+    stops = 0
+    while True:
         try:
             loop.run_until_complete(task)
             return
         except RuntimeError:
-            if task.done() or loop.is_running() or loop.is_closed():
+            stops += 1  # bounded, so that another RuntimeError cannot loop forever
+            if task.done() or loop.is_running() or loop.is_closed() or stops > 8:
                 raise
-    loop.run_until_complete(task)
+        except BaseException as exc:
+            if exc is not ended:
+                raise
+            if task.done():
+                return
 
 
 async def _next(job: AsyncIterator[T]) -> T:

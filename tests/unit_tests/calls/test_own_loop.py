@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,44 @@ def test_an_interrupt_between_a_steps_end_and_its_callback_still_cleans_up_and_c
         list(iterate_on_own_loop(job()))
     assert events == ["cleanup"]
     assert private[0].is_closed()
+
+
+def test_an_interrupt_inside_a_request_the_step_awaits_still_cancels_the_others_and_closes_the_clients(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A signal that lands in the code of a request the step awaits ends that request with it.
+
+    The cleanup then cancels the step, which wakes up to the same interrupt and raises it again out of the loop.
+    That must not cut the cleanup short: the other requests are still cancelled (their own cleanup runs) and the
+    private clients are closed.
+    """
+    events: list[str] = []
+    model = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key=SecretStr("k"))
+    private: list[Any] = []
+
+    async def request() -> int:
+        await asyncio.sleep(0)
+        raise KeyboardInterrupt  # where SIGTERM's handler raises it: in a request's own code
+
+    async def other_request() -> None:
+        try:
+            await asyncio.sleep(10)
+        finally:
+            await asyncio.sleep(0)
+            events.append("request cancelled")
+
+    async def job() -> AsyncIterator[int]:
+        private.append(job_async_client(model))
+        in_flight = [asyncio.ensure_future(other_request()) for _ in range(2)]
+        yield await asyncio.ensure_future(request())
+        await asyncio.gather(*in_flight)
+
+    with pytest.raises(KeyboardInterrupt):
+        list(iterate_on_own_loop(job()))
+    gc.collect()  # a task destroyed while pending, or with its exception never read, is logged as it goes
+    assert events == ["request cancelled"] * 2
+    assert private[0].is_closed()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 def test_the_sync_bulk_job_runs_on_its_own_loop_with_the_async_pace_and_the_same_records(
