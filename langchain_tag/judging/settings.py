@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_tag import ranges
 from langchain_tag.judging.calibration.defaults import check_reference_inputs
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
@@ -68,7 +69,7 @@ class JudgeSettings:
 
     @staticmethod
     def check(name: str, value: Any) -> Any:
-        """Check one setting's value as these settings do (a retriever checks its fields with it); return it.
+        """Check one setting's value against its one range (:mod:`langchain_tag.ranges`); return it.
 
         >>> JudgeSettings.check("threshold", 0.7)
         0.7
@@ -76,13 +77,7 @@ class JudgeSettings:
         Raises:
             ValueError: When the value is out of its range.
         """
-        if name == "threshold" and value is not None and not 0.0 <= value <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1], got {value}")
-        if name in ("max_concurrency", "max_attempts", "context_tokens") and value is not None and value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
-        if name == "retry_backoff" and value < 0:
-            raise ValueError(f"retry_backoff must be >= 0, got {value}")
-        return value
+        return ranges.check(name, value)
 
 
 _CHECKED = ("threshold", "max_concurrency", "max_attempts", "context_tokens", "retry_backoff")

@@ -199,6 +199,7 @@ LAYERS = (
         "langchain_tag.jsonl",
         "langchain_tag.registry",
         "langchain_tag.lazy",
+        "langchain_tag.ranges",
     ),
     ("langchain_tag.calls",),
     ("langchain_tag.judging", "langchain_tag.extraction", "langchain_tag.executors"),
