@@ -117,7 +117,7 @@ class CascadeRetriever(BaseRetriever):
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within [0, 1], got {threshold}")
         return CascadeJudge(
-            self.cheap.judge if threshold is None else self.cheap._judge(threshold=threshold),
+            self.cheap.judge if threshold is None else self.cheap.judge_for(threshold=threshold),
             self.strong.judge,
             self.low,
             self.high,

@@ -8,11 +8,8 @@ verdict in metadata.
 
 from __future__ import annotations
 
-import difflib
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
-from typing import Any, Literal, cast
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -23,22 +20,16 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self, override
 
-from langchain_tag.judging.calibration.model import Calibration
-from langchain_tag.judging.calibration.model import Method as CalibrationMethod
-from langchain_tag.judging.calibration.scorer import LabelledFit
-from langchain_tag.judging.chat import ChatJudge, ChatRunnable
-from langchain_tag.judging.chat_decision_model import ChatDecisionModel
-from langchain_tag.judging.context_window import CONTEXT_TOKENS_ENV
-from langchain_tag.judging.decision_interfaces import BaseDecisionModel, is_decision_model
-from langchain_tag.judging.decision_judge import DecisionJudge
-from langchain_tag.judging.judge import Judge, JudgeState
-from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
+from langchain_tag._calibrates import CalibratesFromExamples
+from langchain_tag._judge_fields import JudgeFields
+from langchain_tag._retriever_options import as_documents, refuse_unknown, stored_documents
+from langchain_tag.judging.chat import ChatRunnable
+from langchain_tag.judging.judge import Judge
+from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.judging.results import JudgmentsFailedError, MatchResult
-from langchain_tag.judging.settings import JudgeSettings
-from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, VerdictCache
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
 __all__ = ["AllRulesRetriever", "ApplicabilityRetriever", "RelevanceRetriever", "verdict_documents"]
@@ -61,48 +52,6 @@ def _failure_event(result: MatchResult) -> dict[str, Any]:
         "failed_rule_ids": [j.rule_id for j in result.failed],
         "errors": {j.rule_id: j.error for j in result.failed},
     }
-
-
-def _refuse_unknown(cls: type[BaseRetriever], data: Any) -> None:
-    """Raise a ``ValueError`` naming each unknown constructor option, with the closest known one."""
-    if not isinstance(data, dict):
-        return
-    known = set(cls.model_fields)
-    unknown = [key for key in data if key not in known]
-    if not unknown:
-        return
-    hints = []
-    for key in unknown:
-        if key == "search_kwargs":
-            hints.append("search_kwargs (pass k= and threshold= directly, or per call: invoke(query, k=...))")
-        elif key == "top_k":
-            hints.append("top_k (the cap is k=)")
-        else:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hints.append(f"{key} (did you mean {close[0]}?)" if close else key)
-    raise ValueError(f"{cls.__name__} got unknown option(s): {'; '.join(hints)}")
-
-
-def _as_documents(value: Any) -> Any:
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return rule_documents(value)
-    return value
-
-
-def _stored_documents(vectorstore: VectorStore) -> list[Document]:
-    """Every document a vector store holds (Chroma-style ``get``).
-
-    Raises:
-        TypeError: When the store cannot list its documents.
-    """
-    getter = getattr(vectorstore, "get", None)
-    if getter is None:
-        raise TypeError(f"{type(vectorstore).__name__} cannot list its documents; pass candidates=N to judge the top-N")
-    stored = getter(include=["documents", "metadatas"])
-    return [
-        Document(page_content=text or "", metadata=meta or {}, id=doc_id)
-        for doc_id, text, meta in zip(stored["ids"], stored["documents"], stored["metadatas"], strict=True)
-    ]
 
 
 def verdict_documents(
@@ -134,87 +83,21 @@ def verdict_documents(
     return docs
 
 
-class _CalibratesFromExamples:
-    """``calibrate``/``acalibrate``: fit the retriever's calibration from a few labelled inputs."""
-
-    calibration: Calibration | Literal["default"] | None
-
-    def _judge(self, **overrides: Any) -> Judge:
-        raise NotImplementedError
-
-    def rules_for(self, query: str) -> list[Rule]:
-        """The rules judged for ``query``."""
-        raise NotImplementedError
-
-    async def arules_for(self, query: str) -> list[Rule]:
-        """Async twin of :meth:`rules_for`."""
-        raise NotImplementedError
-
-    def calibrate(
-        self,
-        examples: Sequence[tuple[str, Iterable[str]]],
-        *,
-        method: CalibrationMethod = "platt",
-        reference_inputs: Sequence[str] = (),
-        standardise: bool = False,
-        centre_per_input: bool = False,
-    ) -> Calibration:
-        """Fit a calibration from a few labelled inputs and use it from now on (``self.calibration``).
-
-        Every example is judged against every candidate rule (through the verdict cache), then the labels are
-        fitted with :func:`~langchain_tag.judging.calibration.model.fit_calibration`. Save the result with
-        :meth:`Calibration.save` and pass it back as ``calibration=``.
-
-        Args:
-            examples: ``(input, ids of the rules whose condition holds for it)`` pairs.
-            method: ``"threshold"``, ``"platt"`` or ``"isotonic"``.
-            reference_inputs: Inputs for the per-rule step; empty for none.
-            standardise: Divide by the spread over the reference inputs too.
-            centre_per_input: Centre each input's features on their median over the rules.
-
-        Raises:
-            CalibrationError: On an unknown rule id, no logprobs, or labels of one kind only.
-        """
-        probe = LabelledFit(reference_inputs, standardise, centre_per_input)
-        judge = self._judge(calibration=probe.calibration, reference_inputs=None)
-        for query, holds in examples:
-            rules = self.rules_for(query)
-            probe.add(judge, rules, judge.judge(query, rules), holds)
-        self.calibration = probe.fit(judge, method)
-        return self.calibration
-
-    async def acalibrate(
-        self,
-        examples: Sequence[tuple[str, Iterable[str]]],
-        *,
-        method: CalibrationMethod = "platt",
-        reference_inputs: Sequence[str] = (),
-        standardise: bool = False,
-        centre_per_input: bool = False,
-    ) -> Calibration:
-        """Async twin of :meth:`calibrate`."""
-        probe = LabelledFit(reference_inputs, standardise, centre_per_input)
-        judge = self._judge(calibration=probe.calibration, reference_inputs=None)
-        for query, holds in examples:
-            rules = await self.arules_for(query)
-            probe.add(judge, rules, await judge.ajudge(query, rules), holds)
-        self.calibration = probe.fit(judge, method)
-        return self.calibration
-
-
-class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
+class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever):
     """Retrieve the rules whose condition the query satisfies.
 
     One judgment per (query, rule) pair, sent with ``max_concurrency`` through
-    a :class:`~langchain_tag.judging.judge.Judge`, which the retriever builds
-    from its fields at every call: change a field after construction
-    (``retriever.threshold = 0.9``) and the next call uses it. The judge sees
-    each rule's condition, never its action.
+    a :class:`~langchain_tag.judging.judge.Judge` built from the retriever's
+    fields as they are at the call: an assignment (``retriever.threshold = 0.9``),
+    a ``model_copy(update=...)`` or a per-call option (``invoke(q, threshold=0.9)``)
+    takes effect at the next call; the judge is kept between calls only while
+    every field it was built from is the same. The judge sees each rule's
+    condition, never its action.
 
     Failed judgments are never silent. Without ``strict`` they are counted as
-    NO, a warning naming their rule ids is logged (logger
-    ``langchain_tag.judging.chat``), and they are reported (even when no rule
-    matched) in :attr:`last_match` (``.failed``), in the returned documents'
+    NO, a warning naming their rule ids is logged (by the judge's module,
+    ``langchain_tag.judging.chat`` or ``langchain_tag.judging.decision_judge``),
+    and they are reported (even when no rule matched) in :attr:`last_match` (``.failed``), in the returned documents'
     metadata (``tag_failed_rule_ids``), in :meth:`match`'s result, and to
     callbacks as the custom event ``tag_judgments_failed``. With
     ``strict=True`` the call raises
@@ -232,74 +115,35 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
 
-    llm: ChatRunnable | BaseDecisionModel
-    """The judge: a chat model or a runnable built from one (``llm.bind(logprobs=True, top_logprobs=5,
-    max_tokens=1)``, ``.with_retry()``, ``.with_fallbacks([...])``; a bare OpenAI-compatible model gets
-    logprobs and a one-token cap bound, :func:`~langchain_tag.judging.chat.configure_judge`), or a LangChain
-    decision model (``BaseDecisionModel``, ``OpenAIDecisions``), which judges each input's rules in one request
-    (:class:`~langchain_tag.judging.decision_judge.DecisionJudge`)."""
     rules: Sequence[Document | Rule] = Field(default_factory=list)
     """Rule documents (any ``Document`` carrying the rule metadata keys) or :class:`~langchain_tag.rules.Rule`
     objects."""
-    predicate: str | JudgePrompt = "applicability"
-    """The judge prompt: ``"applicability"`` (default), ``"applicability-contrast"``, ``"relevance"``, another
-    name in :data:`~langchain_tag.judging.prompts.JUDGE_PROMPTS`, or a
-    :class:`~langchain_tag.judging.prompts.JudgePrompt`."""
-    verdict_format: VerdictFormat = "token"
-    """``"token"`` (one-word YES/NO) or ``"json"``."""
-    threshold: float | None = None
-    """Calibrated score needed for YES; ``None`` takes the calibration's threshold, else 0.5."""
-    calibration: Calibration | Literal["default"] | None = "default"
-    """Raw P(YES) to calibrated score (:mod:`langchain_tag.judging.calibration.scorer`): ``"default"`` (the shipped
-    calibration of the judge's model family and prompt; raw P(YES) without one), a ``Calibration``, or ``None``."""
     k: int | None = Field(default=None, ge=0)
     """Optional cap on the number of documents returned, highest score first."""
-    max_concurrency: int = 8
-    """Most judgments in flight at once."""
     vectorstore: VectorStore | None = None
     """Optional store of rule documents to draw candidates from."""
     candidates: int | None = Field(default=None, ge=1)
     """With ``vectorstore``, judge only the top-N similar rules."""
-    cache: VerdictCache | None = Field(default_factory=InMemoryVerdictCache)
-    """Verdict cache: a pair judged before costs no call. In memory by default; a
-    :class:`~langchain_tag.judging.verdict_cache.SQLiteVerdictCache` keeps verdicts across runs; ``None``: none."""
-    context_tokens: int | None = None
-    """The judge model's context window: a query whose prompt would not fit is refused with
-    :class:`~langchain_tag.errors.InputTooLongError`, never cut. ``None``: ``LANGCHAIN_TAG_CONTEXT_TOKENS``."""
-    strict: bool = False
-    """Raise :class:`~langchain_tag.judging.results.JudgmentsFailedError` when any judgment failed."""
-    reference_inputs: Sequence[str] | None = None
-    """8 to 20 typical unlabelled inputs of your own: with ``calibration="default"``, the model family's
-    domain-reference default scores each rule against what it sees on them (one judgment per input and
-    rule, once)."""
-
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _documents: dict[str, Document] = PrivateAttr(default_factory=dict)
-    _state: JudgeState = PrivateAttr(default_factory=JudgeState)
-    _built: tuple[str | None, Judge] | None = PrivateAttr(default=None)
+    _rules_of: Any = PrivateAttr(default=None)
+    """The ``rules`` value ``_rules`` and ``_documents`` were read from."""
     _last_match: MatchResult | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
     def _check_options(cls, data: Any) -> Any:
-        _refuse_unknown(cls, data)
+        refuse_unknown(cls, data)
         return data
 
     @field_validator("rules", mode="before")
     @classmethod
     def _coerce_rules(cls, value: Any) -> Any:
-        return _as_documents(value)
-
-    @field_validator("threshold", "max_concurrency", "context_tokens")
-    @classmethod
-    def _check_setting(cls, value: Any, info: ValidationInfo) -> Any:
-        return JudgeSettings.check(str(info.field_name), value)
+        return as_documents(value)
 
     @model_validator(mode="after")
     def _setup(self) -> Self:
-        documents = rule_documents(self.rules)  # already documents: the field's validator made them so
-        self._rules = rules_from_documents(documents)
-        self._documents = {rule.rule_id: doc for rule, doc in zip(self._rules, documents, strict=True)}
+        self._read_rules()
         if self.candidates is not None and self.vectorstore is None:
             raise ValueError("candidates= needs a vectorstore to draw candidates from")
         if not self._rules and self.candidates is None:
@@ -307,9 +151,14 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
                 "ApplicabilityRetriever needs rules=, or a vectorstore with candidates=N "
                 "(use from_vectorstore to judge every stored rule)"
             )
-        self._built = None  # made anew at the next call, from the fields as they are now
-        self._judge(strict=self.strict)  # refuses inconsistent settings now (an override: not kept for the calls)
+        self.judge_for(strict=self.strict)  # refuses inconsistent settings now (an override: nothing kept)
         return self
+
+    def _read_rules(self) -> None:
+        documents = rule_documents(self.rules)  # already documents: the field's validator made them so
+        self._rules = rules_from_documents(documents)
+        self._documents = {rule.rule_id: doc for rule, doc in zip(self._rules, documents, strict=True)}
+        self._rules_of = self.rules
 
     @classmethod
     def from_vectorstore(
@@ -329,52 +178,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         """
         if candidates is not None:
             return cls(llm=llm, vectorstore=vectorstore, candidates=candidates, **kwargs)
-        return cls(llm=llm, rules=_stored_documents(vectorstore), **kwargs)
-
-    # ------------------------------------------------------------------ the judge, from the fields
-    def _judge(self, **overrides: Any) -> Judge:
-        """A judge with this retriever's current settings (and this call's overrides), sharing its state.
-
-        The settings (:class:`~langchain_tag.judging.settings.JudgeSettings`, checked as they are made) come
-        from the fields; without overrides the judge is kept until a field is set again (the model validator
-        runs then, and drops it) or ``LANGCHAIN_TAG_CONTEXT_TOKENS`` changes.
-        """
-        environment = os.environ.get(CONTEXT_TOKENS_ENV)
-        built = self._built
-        if not overrides and built is not None and built[0] == environment:
-            return built[1]
-        settings = JudgeSettings(
-            predicate=self.predicate,
-            verdict_format=self.verdict_format,
-            threshold=self.threshold,
-            calibration=self.calibration,
-            max_concurrency=self.max_concurrency,
-            cache=self.cache,
-            context_tokens=self.context_tokens,
-            strict=self.strict,
-            reference_inputs=tuple(self.reference_inputs) if self.reference_inputs is not None else None,
-        )
-        if overrides:
-            settings = replace(settings, **overrides)
-        judge: Judge
-        if isinstance(self.llm, ChatDecisionModel):  # our chat judge behind the decision interface: the chat judge
-            judge = ChatJudge(self.llm.llm, questions=True, settings=settings, state=self._state)
-        elif is_decision_model(self.llm):
-            judge = DecisionJudge(self.llm, settings=settings, state=self._state)
-        else:
-            judge = ChatJudge(cast(ChatRunnable, self.llm), settings=settings, state=self._state)
-        if not overrides:
-            self._built = (environment, judge)
-        return judge
-
-    @property
-    def judge(self) -> Judge:
-        """The judge as the next call will use it.
-
-        Its ``calibration``, ``decision_threshold``, ``reference_log_odds``, and (a chat judge) the pure
-        ``requests``/``record`` steps for other engines.
-        """
-        return self._judge()
+        return cls(llm=llm, rules=stored_documents(vectorstore), **kwargs)
 
     @property
     def last_match(self) -> MatchResult | None:
@@ -390,12 +194,17 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         """The rules judged for ``query``: every rule, or the vector store's ``candidates`` most similar ones."""
         if self.vectorstore is not None and self.candidates is not None:
             return self._remember(self.vectorstore.similarity_search(query, k=self.candidates))
-        return self._rules
+        return self._current_rules()
 
     async def arules_for(self, query: str) -> list[Rule]:
         """Async twin of :meth:`rules_for`."""
         if self.vectorstore is not None and self.candidates is not None:
             return self._remember(await self.vectorstore.asimilarity_search(query, k=self.candidates))
+        return self._current_rules()
+
+    def _current_rules(self) -> list[Rule]:
+        if self._rules_of is not self.rules:  # a model_copy(update={"rules": ...}) runs no validator
+            self._read_rules()
         return self._rules
 
     def _remember(self, found: list[Document]) -> list[Rule]:
@@ -407,11 +216,11 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
 
     def match(self, query: str, *, callbacks: Callbacks = None) -> MatchResult:
         """Judge every candidate rule and return all judgments, with token counts."""
-        return self._judge().judge(query, self.rules_for(query), callbacks=callbacks)
+        return self.judge_for().judge(query, self.rules_for(query), callbacks=callbacks)
 
     async def amatch(self, query: str, *, callbacks: Callbacks = None) -> MatchResult:
         """Async twin of :meth:`match`."""
-        return await self._judge().ajudge(query, await self.arules_for(query), callbacks=callbacks)
+        return await self.judge_for().ajudge(query, await self.arules_for(query), callbacks=callbacks)
 
     def documents(self, result: MatchResult, *, k: int | None = None) -> list[Document]:
         """The documents :meth:`invoke` would return for :meth:`match`'s result (:func:`verdict_documents`)."""
@@ -448,7 +257,7 @@ class ApplicabilityRetriever(_CalibratesFromExamples, BaseRetriever):
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         options = {"threshold": threshold, "max_concurrency": max_concurrency}
-        return self._judge(**{key: value for key, value in options.items() if value is not None})
+        return self.judge_for(**{key: value for key, value in options.items() if value is not None})
 
     @override
     def _get_relevant_documents(
@@ -514,13 +323,13 @@ class AllRulesRetriever(BaseRetriever):
     @model_validator(mode="before")
     @classmethod
     def _check_options(cls, data: Any) -> Any:
-        _refuse_unknown(cls, data)
+        refuse_unknown(cls, data)
         return data
 
     @field_validator("rules", mode="before")
     @classmethod
     def _coerce_rules(cls, value: Any) -> Any:
-        return _as_documents(value)
+        return as_documents(value)
 
     @override
     def _get_relevant_documents(

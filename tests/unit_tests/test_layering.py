@@ -205,6 +205,9 @@ LAYERS = (
     ("langchain_tag.judging", "langchain_tag.extraction", "langchain_tag.executors"),
     (
         "langchain_tag.retrievers",
+        "langchain_tag._retriever_options",
+        "langchain_tag._calibrates",
+        "langchain_tag._judge_fields",
         "langchain_tag.cascade_retriever",
         "langchain_tag.graph",
         "langchain_tag.integrations",

@@ -401,3 +401,45 @@ def test_first_contrast_query_with_references_builds_one_judge(
     assert len(built) == 1
     assert llm.calls == 2 * len(rules) * 3  # the query and two references, each rule asked both ways
     assert retriever.judge.reference_log_odds(rules[0])[0] is not None
+
+
+# ---------------------------------------------------------------- a copy judges with its own settings, never a stale judge
+def _used(rules: list[Rule], **kwargs: Any) -> ApplicabilityRetriever:
+    """A retriever whose judge has been built (as its first call builds it)."""
+    retriever = ApplicabilityRetriever(rules=rules, **kwargs)
+    assert retriever.judge is retriever.judge
+    return retriever
+
+
+def test_a_copy_with_a_lower_concurrency_caps_the_calls_in_flight(rules: list[Rule]) -> None:
+    from langchain_tag.scale.bulk import match_corpus
+
+    llm = fake_judge({"R-001"}, delay=0.05)
+    retriever = _used(rules, llm=llm, max_concurrency=8, cache=None)
+    list(match_corpus(["a", "b", "c"], retriever, max_concurrency=2))
+    assert llm.max_in_flight <= 2
+
+
+def test_a_copy_with_a_higher_threshold_judges_with_it(rules: list[Rule]) -> None:
+    retriever = _used(rules, llm=fake_judge({r.rule_id for r in rules}, with_logprobs=True), calibration=None)
+    assert len(retriever.invoke("q")) == len(rules)  # every rule at P(YES) 0.9
+    strict = retriever.model_copy(update={"threshold": 0.99})
+    assert strict.invoke("q") == []
+    assert len(retriever.invoke("q")) == len(rules)  # the original keeps its own threshold
+
+
+def test_a_copy_with_another_model_sends_every_call_to_that_model(rules: list[Rule]) -> None:
+    old, cheap = fake_judge({"R-001"}), fake_judge({"R-002"})
+    retriever = _used(rules, llm=old, cache=None)
+    calls_before = old.calls
+    copy = retriever.model_copy(update={"llm": cheap})
+    assert [d.id for d in copy.invoke("q")] == ["R-002"]
+    assert old.calls == calls_before
+    assert cheap.calls == len(rules)
+
+
+def test_an_assignment_takes_effect_at_the_next_call(rules: list[Rule]) -> None:
+    retriever = _used(rules, llm=fake_judge({r.rule_id for r in rules}, with_logprobs=True), calibration=None)
+    retriever.threshold = 0.99
+    assert retriever.invoke("q") == []
+    assert retriever.judge.settings.threshold == 0.99
