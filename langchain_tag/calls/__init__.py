@@ -1,1 +1,1 @@
-"""Model calls: the call runner, fault handling, model identity, reply reading and the verdict cache."""
+"""Model calls: the call runner and its limits, the shared gate, fault handling, model identity and reply reading."""

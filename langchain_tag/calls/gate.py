@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from langchain_tag.ranges import MAX_CONCURRENCY
+
 __all__ = ["Gate"]
 
 
@@ -19,16 +21,14 @@ class Gate:
     """At most ``limit`` calls in flight among all the calls sent through it.
 
     Args:
-        limit: The cap, at least 1.
+        limit: The cap (a ``max_concurrency``), at least 1.
 
     Raises:
-        ValueError: When ``limit`` is below 1.
+        ValueError: When ``limit`` is out of ``max_concurrency``'s range.
     """
 
     def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"a gate's limit must be >= 1, got {limit}")
-        self.limit = limit
+        self.limit = MAX_CONCURRENCY.check(limit)
         self.threads = threading.BoundedSemaphore(limit)
         """The place a call made in a thread holds (``with gate.threads: ...``)."""
         self._loops: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}

@@ -55,6 +55,7 @@ from tqdm.auto import tqdm
 from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_permanent, is_transient
 from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model
+from langchain_tag.calls.limits import CallLimits
 from langchain_tag.calls.replies import message_text
 from langchain_tag.errors import ParseError
 
@@ -245,10 +246,8 @@ class CallRunner:
         llm: What is called: a chat model or a runnable built from one.
         model: The model whose client retries and description count (default: ``llm``), e.g. the
             bare model when ``llm`` is a ``bind``-configured copy of it.
-        max_concurrency: Most calls in flight.
-        max_attempts: Attempts per request before it is recorded as failed.
-        retry_backoff: Base delay in seconds (exponential, with jitter) before resending requests that raised,
-            when the model's client does not retry them itself.
+        limits: How many calls in flight, how many attempts per request, the backoff before a resend
+            (:class:`~langchain_tag.calls.limits.CallLimits`, checked when made).
         store: Finished calls; readable new replies are added.
         show_progress: A progress bar: ``True``/``False``, or ``None`` for "only on a terminal".
         gate: A cap on calls in flight shared with other runners (and other calls of this one), beside
@@ -257,18 +256,12 @@ class CallRunner:
 
     llm: ChatRunnable
     model: Any = None
-    max_concurrency: int = 8
-    max_attempts: int = 2
-    retry_backoff: float = 0.5
+    limits: CallLimits = field(default_factory=CallLimits)
     store: RunnerStore | None = None
     show_progress: bool | None = False
     gate: Gate | None = None
 
     def __post_init__(self) -> None:
-        if self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.model is None:
             self.model = self.llm
 
@@ -291,8 +284,8 @@ class CallRunner:
         records, pending = self._start(requests)
         run = self._run(requests, pending, callbacks)
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
-            for attempt in range(1, self.max_attempts + 1):
-                with ContextThreadPoolExecutor(max_workers=min(self.max_concurrency, len(pending) or 1)) as pool:
+            for attempt in range(1, self.limits.max_attempts + 1):
+                with ContextThreadPoolExecutor(max_workers=min(self.limits.max_concurrency, len(pending) or 1)) as pool:
                     futures = {pool.submit(self._call, run, requests[i]): i for i in pending}
                     retry = [futures[f] for f in as_completed(futures) if self._take(run, records, futures[f],
                                                                                      f.result(), bar)]  # fmt: skip
@@ -307,10 +300,10 @@ class CallRunner:
         """Async twin of :meth:`run`."""
         records, pending = self._start(requests)
         run = self._run(requests, pending, callbacks)
-        cap = asyncio.Semaphore(self.max_concurrency)
+        cap = asyncio.Semaphore(self.limits.max_concurrency)
         slot = self.gate.aplace() if self.gate is not None else nullcontext()
         with self._bar(len(requests), len(requests) - len(pending), desc) as bar:
-            for attempt in range(1, self.max_attempts + 1):
+            for attempt in range(1, self.limits.max_attempts + 1):
                 tasks = [asyncio.ensure_future(self._acall(run, i, requests[i], cap, slot)) for i in pending]
                 retry = []
                 try:
@@ -452,9 +445,9 @@ class CallRunner:
 
     def _next_round(self, run: _Run, retry: list[int], attempt: int) -> tuple[list[int], float]:
         """The requests to send in the next round, and the backoff before it (when it resends one that raised)."""
-        pending = sorted(retry) if attempt < self.max_attempts else []
+        pending = sorted(retry) if attempt < self.limits.max_attempts else []
         if any(i in run.faults for i in pending):
-            return pending, backoff_delay(attempt, base=self.retry_backoff)
+            return pending, backoff_delay(attempt, base=self.limits.retry_backoff)
         return pending, 0.0
 
     def _settle(self, run: _Run) -> None:

@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_tag.calls.faults import describe_error
 from langchain_tag.calls.identity import describe_model, model_identity
+from langchain_tag.calls.limits import CallLimits
 from langchain_tag.calls.replies import message_text
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
 from langchain_tag.errors import ParseError, ProviderError
@@ -120,23 +121,18 @@ class PhaseCalls:
 
     Attributes:
         llm: The extraction model.
-        max_concurrency: Most calls in flight.
-        max_attempts: Attempts per call before it is recorded as failed.
+        limits: Calls in flight, attempts per call, the backoff before a resend
+            (:class:`~langchain_tag.calls.limits.CallLimits`).
         show_progress: ``True``/``False``, or ``None`` for "only on a TTY".
         callbacks: Passed to every call.
         store: Finished calls from earlier runs; new readable replies are added.
-        retry_backoff: Base delay in seconds before sending failed requests
-            again (exponential, with jitter), when the model's client does not
-            retry them itself.
     """
 
     llm: BaseChatModel
-    max_concurrency: int = 4
-    max_attempts: int = 2
+    limits: CallLimits = field(default_factory=CallLimits)
     show_progress: bool | None = None
     callbacks: Callbacks = None
     store: ExtractionStore | None = None
-    retry_backoff: float = 1.0
     failures: list[CallFailure] = field(default_factory=list)
     usage: dict[int, PhaseUsage] = field(default_factory=lambda: defaultdict(PhaseUsage))
     _model: str | None = field(default=None, init=False, repr=False)
@@ -160,9 +156,7 @@ class PhaseCalls:
     def _shared(self, requests: Sequence[Request[Outcome[Any]]]) -> CallRunner:
         return CallRunner(
             self.llm,
-            max_concurrency=self.max_concurrency,
-            max_attempts=self.max_attempts,
-            retry_backoff=self.retry_backoff,
+            limits=self.limits,
             store=_StoreAdapter(self, requests),
             show_progress=self.show_progress,
         )

@@ -16,6 +16,7 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import override
 
+from langchain_tag.calls.limits import CallLimits
 from langchain_tag.extraction.calls import PhaseCalls
 from langchain_tag.extraction.pipeline import ExtractionPipeline
 from langchain_tag.extraction.prompts import DEFAULT_TASK_INPUT
@@ -110,8 +111,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
         unknown = [p for p in skip if p not in PHASES]
         if unknown:
             raise ValueError(f"unknown phase(s) {unknown}; phases are 1-5")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        CallLimits(max_concurrency, max_attempts, retry_backoff)  # each checked against its one range, now
         self.llm = llm
         self.domain = domain
         self.task_input = task_input or DEFAULT_TASK_INPUT
@@ -176,10 +176,8 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
     def _runner(self) -> PhaseCalls:
         return PhaseCalls(
             llm=self.llm,
-            max_concurrency=self.max_concurrency,
-            max_attempts=self.max_attempts,
+            limits=CallLimits(self.max_concurrency, self.max_attempts, self.retry_backoff),
             show_progress=self.show_progress,
             callbacks=self.callbacks,
             store=self.store,
-            retry_backoff=self.retry_backoff,
         )

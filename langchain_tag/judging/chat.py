@@ -122,10 +122,8 @@ class ChatJudge(Judge):
         self.runner = CallRunner(
             configure_judge(llm, self.settings.verdict_format),
             model=llm,
-            max_concurrency=self.settings.max_concurrency,
-            max_attempts=self.settings.max_attempts,
-            retry_backoff=self.settings.retry_backoff,
-            gate=self.state.gate(self.settings.max_concurrency),
+            limits=self.settings.limits,
+            gate=self.state.gate(self.settings.limits),
             store=VerdictStore(self.settings.cache) if self.settings.cache is not None else None,
         )
 

@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self, override
 
 from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls.limits import CallLimits
 from langchain_tag.calls.runner import CallRunner, Request
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import JUDGE_TAGS, ChatRunnable, configure_judge
@@ -104,8 +105,7 @@ class ChatDecisionModel(BaseDecisionModel):
         runner = CallRunner(
             configure_judge(self.llm),
             model=self.llm,
-            max_concurrency=limit,
-            max_attempts=self.max_attempts,
+            limits=CallLimits(max_concurrency=limit, max_attempts=self.max_attempts),
             store=store,
         )
         return runner, config.get("callbacks")

@@ -77,10 +77,8 @@ class DecisionJudge(Judge):
         self.runner: CallRunner = CallRunner(
             _sender(llm),
             model=llm,
-            max_concurrency=self.settings.max_concurrency,
-            max_attempts=self.settings.max_attempts,
-            retry_backoff=self.settings.retry_backoff,
-            gate=self.state.gate(self.settings.max_concurrency),
+            limits=self.settings.limits,
+            gate=self.state.gate(self.settings.limits),
         )
 
     @property

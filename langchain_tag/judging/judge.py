@@ -27,6 +27,7 @@ from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model, model_identity
+from langchain_tag.calls.limits import CallLimits
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.calibration.defaults import resolve_default
 from langchain_tag.judging.calibration.model import Calibration
@@ -81,8 +82,9 @@ class JudgeState:
     warned: set[str] = field(default_factory=set)
     gates: dict[int, Gate] = field(default_factory=dict)
 
-    def gate(self, limit: int) -> Gate:
-        """The cap of ``limit`` calls in flight that every judge sharing this state with that limit holds."""
+    def gate(self, limits: CallLimits) -> Gate:
+        """The cap of ``limits.max_concurrency`` calls in flight that every judge sharing this state with it holds."""
+        limit = limits.max_concurrency
         found = self.gates.get(limit)
         if found is None:
             found = self.gates.setdefault(limit, Gate(limit))

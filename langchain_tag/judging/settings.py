@@ -9,9 +9,11 @@ are made.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from langchain_tag import ranges
+from langchain_tag.calls.limits import CallLimits
 from langchain_tag.judging.calibration.defaults import check_reference_inputs
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
@@ -66,6 +68,11 @@ class JudgeSettings:
                     'calibration="default"; put your own references in Calibration(reference_inputs=...) instead'
                 )
             object.__setattr__(self, "reference_inputs", check_reference_inputs(self.reference_inputs))
+
+    @cached_property
+    def limits(self) -> CallLimits:
+        """What the call runner and the gate take: concurrency, attempts and backoff, whole."""
+        return CallLimits(self.max_concurrency, self.max_attempts, self.retry_backoff)
 
     @staticmethod
     def check(name: str, value: Any) -> Any:
