@@ -194,18 +194,15 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
         """The rules judged for ``query``: every rule, or the vector store's ``candidates`` most similar ones."""
         if self.vectorstore is not None and self.candidates is not None:
             return self._remember(self.vectorstore.similarity_search(query, k=self.candidates))
-        return self._current_rules()
+        if self._rules_of is not self.rules:  # a model_copy(update={"rules": ...}) runs no validator
+            self._read_rules()
+        return self._rules
 
     async def arules_for(self, query: str) -> list[Rule]:
         """Async twin of :meth:`rules_for`."""
         if self.vectorstore is not None and self.candidates is not None:
             return self._remember(await self.vectorstore.asimilarity_search(query, k=self.candidates))
-        return self._current_rules()
-
-    def _current_rules(self) -> list[Rule]:
-        if self._rules_of is not self.rules:  # a model_copy(update={"rules": ...}) runs no validator
-            self._read_rules()
-        return self._rules
+        return self.rules_for(query)
 
     def _remember(self, found: list[Document]) -> list[Rule]:
         """The rules of documents drawn from the vector store; each document is kept to be returned as found."""

@@ -443,3 +443,10 @@ def test_an_assignment_takes_effect_at_the_next_call(rules: list[Rule]) -> None:
     retriever.threshold = 0.99
     assert retriever.invoke("q") == []
     assert retriever.judge.settings.threshold == 0.99
+
+
+def test_a_copy_with_other_rules_judges_those_rules(rules: list[Rule]) -> None:
+    retriever = _used(rules, llm=fake_judge({"R-001", "R-002"}))
+    copy = retriever.model_copy(update={"rules": rules[1:]})
+    assert [d.id for d in copy.invoke("q")] == ["R-002"]
+    assert [d.id for d in retriever.invoke("q")] == ["R-001", "R-002"]
