@@ -30,10 +30,11 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_tag.calls.identity import chat_model_of, redact_urls
+from langchain_tag.calls.secrets import mask_secrets
 from langchain_tag.errors import TagError
 
 __all__ = [
@@ -149,25 +150,27 @@ def client_retries(llm: Any) -> int:
     return 0
 
 
-def describe_error(exc: BaseException, limit: int = 300) -> str:
-    """One line, URLs redacted, cut to ``limit`` characters: what went wrong, in words that name no client.
+def describe_error(exc: BaseException, limit: int = 300, *, secrets: Iterable[str] = ()) -> str:
+    """One line, URLs redacted, secrets masked, cut to ``limit`` characters: what went wrong, naming no client.
 
     A fault with an HTTP status is ``"HTTP 500: <the server's message>"``
     (:func:`http_error`); a :class:`ReportedFault` is its message; anything
-    else is ``"ErrorClass: message"``.
+    else is ``"ErrorClass: message"``. ``secrets`` (the called model's key:
+    :func:`~langchain_tag.calls.secrets.secrets_of`) and the environment's keys are masked before the text is
+    cut, wherever the provider repeated them (:func:`~langchain_tag.calls.secrets.mask_secrets`).
     """
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool) and not isinstance(exc, ReportedFault):
-        return http_error(status, server_message(exc), limit=limit)
-    message = _cut(redact_urls(" ".join(str(exc).split())), limit)
+        return http_error(status, server_message(exc), limit=limit, secrets=secrets)
+    message = _cut(mask_secrets(redact_urls(" ".join(str(exc).split())), secrets), limit)
     if isinstance(exc, ReportedFault):
         return message or type(exc).__name__
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def http_error(status: int, message: str, *, limit: int = 300) -> str:
-    """``"HTTP <status>: <message>"`` on one line, URLs redacted, cut to ``limit`` characters."""
-    text = _cut(redact_urls(" ".join(message.split())), limit)
+def http_error(status: int, message: str, *, limit: int = 300, secrets: Iterable[str] = ()) -> str:
+    """``"HTTP <status>: <message>"`` on one line, URLs redacted, secrets masked, cut to ``limit`` characters."""
+    text = _cut(mask_secrets(redact_urls(" ".join(message.split())), secrets), limit)
     return f"HTTP {status}: {text}" if text else f"HTTP {status}"
 
 

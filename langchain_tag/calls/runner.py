@@ -57,6 +57,7 @@ from langchain_tag.calls.gate import Gate
 from langchain_tag.calls.identity import describe_model
 from langchain_tag.calls.limits import CallLimits
 from langchain_tag.calls.replies import message_text
+from langchain_tag.calls.secrets import secrets_of
 from langchain_tag.errors import ParseError
 
 __all__ = ["CallRunner", "ChatRunnable", "Outcome", "Record", "ReplyCounter", "Request", "RunnerStore"]
@@ -266,6 +267,11 @@ class CallRunner:
             self.model = self.llm
 
     @cached_property
+    def secrets(self) -> tuple[str, ...]:
+        """The keys masked in its calls' error texts (:func:`~langchain_tag.calls.secrets.secrets_of`)."""
+        return secrets_of(self.model)
+
+    @cached_property
     def direct(self) -> DirectSender | None:
         """The model called straight through its client when nothing observes a call (``None``: never).
 
@@ -421,7 +427,7 @@ class CallRunner:
         before = records[index]
         attempts = before.attempts + 1
         if isinstance(arrival, BaseException):
-            error = f"{describe_error(arrival)} (from {describe_model(self.model)})"
+            error = f"{describe_error(arrival, secrets=self.secrets)} (from {describe_model(self.model)})"
             # A permanent fault (400, 401, 403, 404, 413, 422) is never sent again, nor a transport fault the
             # model's client already retried; the client's retries are counted in the error's request count.
             retried = client_retries(self.model) if is_transient(arrival) else 0

@@ -30,6 +30,7 @@ from langchain_tag.calls.identity import describe_model, model_identity
 from langchain_tag.calls.limits import CallLimits
 from langchain_tag.calls.replies import message_text
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
+from langchain_tag.calls.secrets import secrets_of
 from langchain_tag.errors import ParseError, ProviderError
 from langchain_tag.extraction.store import ExtractionStore, StoredReply, call_key
 
@@ -198,7 +199,7 @@ class PhaseCalls:
             raise ProviderError(
                 f"every {PHASE_NAMES.get(call.phase, 'extraction')} call failed at {describe_model(self.llm)}; "
                 f"last: {call.describe()} after {outcome.attempts} attempt(s): "
-                f"{describe_error(outcome.fault or RuntimeError(outcome.error or ''))}"
+                f"{describe_error(outcome.fault or RuntimeError(outcome.error or ''), secrets=secrets_of(self.llm))}"
                 + ("; finished calls are kept in the store, run again to resume" if self.store is not None else "")
             )
         return [o.value if o.ok else None for o in outcomes]
