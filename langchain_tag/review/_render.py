@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from langchain_tag.ranges import THRESHOLD
 from langchain_tag.review._files import ReviewError, check_rule_ids, read_gold, read_report, read_source, read_verdicts
 from langchain_tag.review._html import render_html
 from langchain_tag.review._page import build_page
@@ -62,14 +63,17 @@ def render_review(
 
     Raises:
         ReviewError: On a file that cannot be used (naming it and the line), verdicts or a gold made for other
-            rules (naming both files), or a gold without verdicts.
+            rules (naming both files), a gold without verdicts, or a threshold outside [0, 1]
+            (:data:`~langchain_tag.ranges.THRESHOLD`'s message).
         RuleFileError: On a bad rule file.
         MissingExtraError: When the ``review`` extra (Jinja2, matplotlib) is not installed.
     """
     if gold is not None and verdicts is None:
         raise ReviewError("a gold file is scored against verdicts: give the verdicts file too")
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise ReviewError(f"the threshold is a calibrated score in [0, 1], got {threshold}")
+    try:
+        THRESHOLD.check_optional(threshold)
+    except ValueError as exc:
+        raise ReviewError(str(exc)) from None
     if cut_at < 1:
         raise ReviewError(f"cut_at must be at least 1, got {cut_at}")
     if isinstance(rules, (str, Path)):

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from langchain_tag.errors import TagError
 from langchain_tag.judging.calibration.best_f1 import best_f1_cut
 from langchain_tag.judging.logodds import logit, sigmoid
+from langchain_tag.ranges import THRESHOLD
 
 __all__ = ["METHODS", "Calibration", "CalibrationError", "Method", "expected_calibration_error", "fit_calibration"]
 
@@ -91,8 +92,8 @@ class Calibration:
             raise CalibrationError(f"unknown calibration method {self.method!r}; choose one of: {', '.join(METHODS)}")
         if not all(math.isfinite(v) for v in (self.slope, self.intercept)):
             raise CalibrationError("calibration slope and intercept must be finite numbers")
-        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise CalibrationError(f"calibration threshold must be within [0, 1], got {self.threshold}")
+        if self.threshold is not None and not THRESHOLD.holds(self.threshold):
+            raise CalibrationError(f"calibration {THRESHOLD.message(self.threshold)}")
         if self.standardise and len(self.reference_inputs) < 2:
             raise CalibrationError("standardising needs at least two reference inputs")
         if self.min_spread <= 0:
