@@ -10,7 +10,7 @@ from langchain_tag.ranges import THRESHOLD
 from langchain_tag.review._files import ReviewError, check_rule_ids, read_gold, read_report, read_source, read_verdicts
 from langchain_tag.review._html import render_html
 from langchain_tag.review._page import build_page
-from langchain_tag.rules import Rule, load_rules
+from langchain_tag.rules import Rule, RuleFileError, check_unique_rule_ids, load_rules
 from langchain_tag.scale.inputs import InputItem, read_inputs
 
 __all__ = ["render_review"]
@@ -82,9 +82,10 @@ def render_review(
     else:
         rules_path, rule_list = Path("the given rules"), list(rules)
     rule_ids = [r.rule_id for r in rule_list]
-    if len(set(rule_ids)) != len(rule_ids):
-        twice = sorted({i for i in rule_ids if rule_ids.count(i) > 1})
-        raise ReviewError(f"{rules_path}: rule id {', '.join(map(repr, twice))} given twice")
+    try:
+        check_unique_rule_ids(rule_ids, where=str(rules_path))  # a rule file's were checked as it was read
+    except RuleFileError as exc:
+        raise ReviewError(str(exc)) from None
     source_path = Path(source)
     output = Path(output)
     records = None
