@@ -33,6 +33,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from typing_extensions import Self, override
 
 from langchain_tag.judging.cascade import CHEAP, JUDGE_KEY, STRONG_SHARE_KEY, CascadeJudge, CascadeResult
+from langchain_tag.ranges import THRESHOLD
 from langchain_tag.retrievers import FAILED_EVENT, ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
@@ -114,8 +115,7 @@ class CascadeRetriever(BaseRetriever):
 
     def _cascade_judge(self, threshold: float | None = None) -> CascadeJudge:
         """The cascade's judge, its cheap judge deciding YES at ``threshold`` when given (one call's option)."""
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+        THRESHOLD.check_optional(threshold)
         return CascadeJudge(
             self.cheap.judge if threshold is None else self.cheap.judge_for(threshold=threshold),
             self.strong.judge,

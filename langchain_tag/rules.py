@@ -24,6 +24,7 @@ __all__ = [
     "DocumentContent",
     "Rule",
     "RuleFileError",
+    "check_unique_rule_ids",
     "load_rules",
     "rule_documents",
     "rule_extras",
@@ -213,7 +214,7 @@ def rules_from_documents(documents: Iterable[Document]) -> list[Rule]:
         RuleFileError: On a document that is not a rule or a repeated ``rule_id``.
     """
     rules = [Rule.from_document(doc) for doc in documents]
-    _check_unique(rules, where="documents")
+    check_unique_rule_ids([rule.rule_id for rule in rules], where="documents")
     return rules
 
 
@@ -248,7 +249,7 @@ def load_rules(path: str | Path) -> list[Rule]:
     """
     path = Path(path)
     rules: list[Rule] = []
-    first_line: dict[str, int] = {}
+    lines: list[int] = []
     try:
         with path.open("rb") as fh:
             for lineno, data in json_lines(_utf8_lines(fh, path), str(path)):
@@ -261,15 +262,13 @@ def load_rules(path: str | Path) -> list[Rule]:
                     rule = Rule.model_validate(data)
                 except ValidationError as exc:
                     raise RuleFileError(f"{path}:{lineno}: {_first_error(exc)}") from exc
-                if rule.rule_id in first_line:
-                    first = first_line[rule.rule_id]
-                    raise RuleFileError(f"{path}:{lineno}: duplicate rule_id {rule.rule_id!r} (first on line {first})")
-                first_line[rule.rule_id] = lineno
                 rules.append(rule)
+                lines.append(lineno)
     except OSError as exc:
         error = type(exc)(f"{path}: cannot read rules ({exc.strerror or exc})")
         error.errno = exc.errno
         raise error from exc
+    check_unique_rule_ids([rule.rule_id for rule in rules], where=str(path), lines=lines)
     return rules
 
 
@@ -295,12 +294,36 @@ def _check_encodable(data: Any, where: str) -> None:
         raise RuleFileError(f"{where}: a text holds {bad}, which UTF-8 cannot encode (a lone surrogate)") from None
 
 
-def _check_unique(rules: Sequence[Rule], *, where: str) -> None:
-    seen: set[str] = set()
-    for rule in rules:
-        if rule.rule_id in seen:
-            raise RuleFileError(f"{where}: duplicate rule_id {rule.rule_id!r}")
-        seen.add(rule.rule_id)
+def check_unique_rule_ids(rule_ids: Sequence[str], *, where: str, lines: Sequence[int] | None = None) -> None:
+    """Refuse a rule id given twice: the one check of every front (a rule file, rule documents, the review's rules).
+
+    Args:
+        rule_ids: The rules' ids, in order.
+        where: What holds them: a rule file's path, or what the rules came as (``"documents"``).
+        lines: Each id's line in the file ``where`` names, when the rules were read from one.
+
+    Raises:
+        RuleFileError: Naming the first id given again, and where: the file and both lines, or both places.
+
+    Example:
+        >>> check_unique_rule_ids(["R1", "R2", "R1"], where="rules.jsonl", lines=[1, 2, 4])
+        Traceback (most recent call last):
+        ...
+        langchain_tag.errors.RuleFileError: rules.jsonl:4: duplicate rule_id 'R1' (first on line 1)
+        >>> check_unique_rule_ids(["R1", "R2", "R1"], where="documents")
+        Traceback (most recent call last):
+        ...
+        langchain_tag.errors.RuleFileError: documents: duplicate rule_id 'R1' (rules 1 and 3)
+    """
+    first: dict[str, int] = {}
+    for index, rule_id in enumerate(rule_ids):
+        if rule_id not in first:
+            first[rule_id] = index
+            continue
+        earlier = first[rule_id]
+        if lines is None:
+            raise RuleFileError(f"{where}: duplicate rule_id {rule_id!r} (rules {earlier + 1} and {index + 1})")
+        raise RuleFileError(f"{where}:{lines[index]}: duplicate rule_id {rule_id!r} (first on line {lines[earlier]})")
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
+from langchain_tag.ranges import THRESHOLD
 
 __all__ = [
     "LazyChoices",
@@ -106,15 +106,10 @@ positive_int = int_at_least(1, "a positive integer")
 non_negative_int = int_at_least(0, "a non-negative integer")
 
 
-def unit_float(text: str) -> float:
-    """An argparse type: a number between 0 and 1 (a score threshold); anything else is a usage error (exit 2)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= 1.0:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
-    return value
+unit_float = THRESHOLD.argument()
+"""The argparse type of ``--threshold``: :meth:`THRESHOLD.argument() <langchain_tag.ranges.Range.argument>`.
+
+Anything but a number within [0, 1] is a usage error (exit 2) with the one message every front gives."""
 
 
 def add_cache_options(p: argparse.ArgumentParser) -> None:

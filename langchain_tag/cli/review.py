@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from langchain_tag.cli.options import positive_int
+from langchain_tag.ranges import THRESHOLD
 
 __all__ = ["add_review_command"]
 
@@ -16,16 +17,6 @@ The page needs no network and reads without JavaScript; open it from disk. Give 
 --all-pairs only the matched pairs' scores are known), the same --inputs to show the inputs' text, and the
 --threshold the job ran with. A gold file holds {"id": input id, "rule_ids": [...]} per line.
 """
-
-
-def _threshold(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value!r}")
-    return number
 
 
 def add_review_command(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -49,7 +40,7 @@ def add_review_command(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--gold", metavar="FILE", help='gold rule ids per input: {"id": ..., "rule_ids": [...]} per line')
     p.add_argument(
         "--threshold",
-        type=_threshold,
+        type=THRESHOLD.argument(),
         help="the threshold the verdicts were made at (default: the lowest matched score, said so on the page)",
     )
     p.add_argument("--title", help="the page's title")

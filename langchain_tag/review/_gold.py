@@ -1,7 +1,9 @@
 """Precision, recall and F1 of the verdicts against a gold file, and the threshold that would maximise F1.
 
 Only inputs both files hold are scored. The threshold is a suggestion: the
-page states it and what F1 it would give, it changes no verdict.
+page states it and what F1 it would give, it changes no verdict. It is the
+one best-F1 search's (:func:`~langchain_tag.judging.calibration.best_f1.best_f1_cut`),
+which a ``"threshold"`` calibration fits with too.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from langchain_tag.judging.calibration.best_f1 import best_f1_cut
 from langchain_tag.review._files import VerdictRecord
 
 __all__ = ["Counts", "GoldScores", "score_gold"]
@@ -67,36 +70,6 @@ class GoldScores:
     best_f1: float | None = None
     searched_from: float | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def _best_threshold(
-    scored: Sequence[tuple[float, bool]], unscored_positives: int, floor: float | None
-) -> tuple[float, float] | None:
-    """The threshold (a score) whose cut gives the highest F1 over the scored pairs, and that F1.
-
-    ``unscored_positives`` gold pairs have no score (failed, or below the configured threshold without pairs): they
-    are false negatives at any threshold tried. Ties keep the higher threshold.
-
-    >>> _best_threshold([(0.9, True), (0.6, False), (0.4, True), (0.2, False)], 0, None)
-    (0.4, 0.8)
-    """
-    candidates = sorted({s for s, _ in scored if floor is None or s >= floor}, reverse=True)
-    if not candidates:
-        return None
-    positives = sum(1 for _, gold in scored if gold) + unscored_positives
-    ranked = sorted(scored, key=lambda p: -p[0])
-    best: tuple[float, float] | None = None
-    tp = fp = 0
-    i = 0
-    for cut in candidates:
-        while i < len(ranked) and ranked[i][0] >= cut:
-            tp, fp = tp + ranked[i][1], fp + (not ranked[i][1])
-            i += 1
-        total = tp + fp + positives
-        f1 = 2 * tp / total if total else 0.0
-        if best is None or f1 > best[1] + 1e-12:
-            best = (cut, f1)
-    return best
 
 
 def score_gold(
@@ -161,9 +134,14 @@ def score_gold(
         gold_only=len(set(gold) - {r.id for r in records}),
         searched_from=floor,
     )
-    best = _best_threshold(scored, unscored_positives, floor)
+    best = best_f1_cut(
+        [score for score, _ in scored],
+        [gold for _, gold in scored],
+        unscored_positives=unscored_positives,
+        floor=floor,
+    )
     if best is not None:
-        result.best_threshold, result.best_f1 = best
+        result.best_threshold, result.best_f1 = best.threshold, best.f1
     if not with_pairs:
         result.notes.append(
             "the verdicts hold the matched pairs' scores only, so no threshold below the configured one was tried "

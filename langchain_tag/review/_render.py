@@ -6,10 +6,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from langchain_tag.ranges import THRESHOLD
 from langchain_tag.review._files import ReviewError, check_rule_ids, read_gold, read_report, read_source, read_verdicts
 from langchain_tag.review._html import render_html
 from langchain_tag.review._page import build_page
-from langchain_tag.rules import Rule, load_rules
+from langchain_tag.rules import Rule, RuleFileError, check_unique_rule_ids, load_rules
 from langchain_tag.scale.inputs import InputItem, read_inputs
 
 __all__ = ["render_review"]
@@ -62,14 +63,17 @@ def render_review(
 
     Raises:
         ReviewError: On a file that cannot be used (naming it and the line), verdicts or a gold made for other
-            rules (naming both files), or a gold without verdicts.
+            rules (naming both files), a gold without verdicts, or a threshold outside [0, 1]
+            (:data:`~langchain_tag.ranges.THRESHOLD`'s message).
         RuleFileError: On a bad rule file.
         MissingExtraError: When the ``review`` extra (Jinja2, matplotlib) is not installed.
     """
     if gold is not None and verdicts is None:
         raise ReviewError("a gold file is scored against verdicts: give the verdicts file too")
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise ReviewError(f"the threshold is a calibrated score in [0, 1], got {threshold}")
+    try:
+        THRESHOLD.check_optional(threshold)
+    except ValueError as exc:
+        raise ReviewError(str(exc)) from None
     if cut_at < 1:
         raise ReviewError(f"cut_at must be at least 1, got {cut_at}")
     if isinstance(rules, (str, Path)):
@@ -78,9 +82,10 @@ def render_review(
     else:
         rules_path, rule_list = Path("the given rules"), list(rules)
     rule_ids = [r.rule_id for r in rule_list]
-    if len(set(rule_ids)) != len(rule_ids):
-        twice = sorted({i for i in rule_ids if rule_ids.count(i) > 1})
-        raise ReviewError(f"{rules_path}: rule id {', '.join(map(repr, twice))} given twice")
+    try:
+        check_unique_rule_ids(rule_ids, where=str(rules_path))  # a rule file's were checked as it was read
+    except RuleFileError as exc:
+        raise ReviewError(str(exc)) from None
     source_path = Path(source)
     output = Path(output)
     records = None

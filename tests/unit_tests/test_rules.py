@@ -190,3 +190,36 @@ def test_rule_document_content_is_the_action_unless_asked_for_search_text() -> N
     searched = rule.to_document(content="search").page_content
     assert "an except names no class" in searched and "name the class" in searched
     assert Rule.from_document(rule.to_document()) == rule  # the condition travels in metadata
+
+
+def test_a_repeated_rule_id_gets_one_message_on_every_front(
+    tmp_path: Path, rules: list[Rule], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rule file, rule documents, the retriever, the review page and the command line: one check, one message."""
+    from langchain_tag import ApplicabilityRetriever
+    from langchain_tag.cli.main import main
+    from langchain_tag.review import render_review
+    from langchain_tag.testing import fake_judge
+
+    repeated = [*rules, rules[0]]
+    path = tmp_path / "rules.jsonl"
+    path.write_text("".join(r.model_dump_json() + "\n" for r in repeated) + "\n")  # R-001 on lines 1 and 6
+    from_a_file = re.escape(f"{path}:6: duplicate rule_id 'R-001' (first on line 1)")
+    said: dict[str, str] = {}
+    for front, make in {
+        "load_rules": lambda: load_rules(path),
+        "rules_from_documents": lambda: rules_from_documents([r.to_document() for r in repeated]),
+        "retriever": lambda: ApplicabilityRetriever(llm=fake_judge(set()), rules=repeated),
+        "render_review": lambda: render_review(repeated, tmp_path / "source.md", tmp_path / "review.html"),
+    }.items():
+        with pytest.raises(ValueError) as exc:
+            make()
+        said[front] = str(exc.value)
+    assert main(["match", "x", "--rules", str(path)]) == 1
+    said["match"] = capsys.readouterr().err
+
+    assert re.search(from_a_file, said["load_rules"]) and re.search(from_a_file, said["match"])
+    given = {front: text for front, text in said.items() if front not in ("load_rules", "match")}
+    assert {
+        front: "duplicate rule_id 'R-001' (rules 1 and 6)" in text for front, text in given.items()
+    } == dict.fromkeys(given, True), given

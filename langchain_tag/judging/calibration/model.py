@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_tag.errors import TagError
+from langchain_tag.judging.calibration.best_f1 import best_f1_cut
 from langchain_tag.judging.logodds import logit, sigmoid
+from langchain_tag.ranges import THRESHOLD
 
 __all__ = ["METHODS", "Calibration", "CalibrationError", "Method", "expected_calibration_error", "fit_calibration"]
 
@@ -90,8 +92,8 @@ class Calibration:
             raise CalibrationError(f"unknown calibration method {self.method!r}; choose one of: {', '.join(METHODS)}")
         if not all(math.isfinite(v) for v in (self.slope, self.intercept)):
             raise CalibrationError("calibration slope and intercept must be finite numbers")
-        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise CalibrationError(f"calibration threshold must be within [0, 1], got {self.threshold}")
+        if self.threshold is not None and not THRESHOLD.holds(self.threshold):
+            raise CalibrationError(f"calibration {THRESHOLD.message(self.threshold)}")
         if self.standardise and len(self.reference_inputs) < 2:
             raise CalibrationError("standardising needs at least two reference inputs")
         if self.min_spread <= 0:
@@ -223,7 +225,9 @@ def fit_calibration(
             (:meth:`Calibration.feature` of its raw P(YES) and, with
             ``reference_inputs``, its rule's reference log-odds).
         labels: Whether the rule's condition really holds for the pair.
-        method: ``"threshold"`` (the cut-off with the best F1, moved to 0.5),
+        method: ``"threshold"`` (the cut-off with the best F1, moved to 0.5: midway between the lowest
+            feature taken and the next one down, from the one search,
+            :func:`~langchain_tag.judging.calibration.best_f1.best_f1_cut`),
             ``"platt"`` (logistic regression) or ``"isotonic"`` (pool adjacent
             violators).
         reference_inputs: Recorded on the result: the features were computed
@@ -257,29 +261,15 @@ def fit_calibration(
         "note": note,
     }
     if method == "threshold":
-        return Calibration(method="threshold", slope=1.0, intercept=-_best_f1_cut(xs, ys), **common)
+        best = best_f1_cut(xs, [bool(y) for y in ys])
+        assert best is not None  # some features, no floor
+        return Calibration(method="threshold", slope=1.0, intercept=-best.midpoint, **common)
     if method == "platt":
         slope, intercept = _platt(xs, ys)
         return Calibration(method="platt", slope=slope, intercept=intercept, **common)
     if method == "isotonic":
         return Calibration(method="isotonic", points=_isotonic(xs, ys), **common)
     raise CalibrationError(f"cannot fit calibration method {method!r}; choose threshold, platt or isotonic")
-
-
-def _best_f1_cut(xs: list[float], ys: list[int]) -> float:
-    """The log-odds cut-off (midway between neighbours) with the best F1; ties go to the higher cut."""
-    pairs = sorted(zip(xs, ys, strict=True), reverse=True)
-    positives = sum(ys)
-    best, best_cut, tp = -1.0, pairs[0][0] + 1.0, 0
-    for i, (x, y) in enumerate(pairs):
-        tp += y
-        if i + 1 < len(pairs) and pairs[i + 1][0] == x:
-            continue  # a cut cannot separate equal scores
-        f1 = 2 * tp / (i + 1 + positives)
-        if f1 > best:
-            nxt = pairs[i + 1][0] if i + 1 < len(pairs) else x - 1.0
-            best, best_cut = f1, (x + nxt) / 2
-    return best_cut
 
 
 def _platt(xs: list[float], ys: list[int], *, iterations: int = 100, ridge: float = 1e-3) -> tuple[float, float]:

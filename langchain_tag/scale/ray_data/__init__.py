@@ -15,15 +15,17 @@ never imports this package. The pipeline is Ray Data's own LLM processor
    ``concurrency`` Ray actors each sending one batch of ``batch_size`` rows;
 3. **postprocess** (:func:`read_chat_response`): each response is read with
    :func:`~langchain_tag.judging.read.read_reply` into the reply text, its
-   first-token logprobs, P(YES) and token counts, or a per-request error.
+   first-token logprobs, P(YES), the YES/NO read and token counts, or a
+   per-request error. That is the only read of the reply: the job keeps this
+   reading, it does not read the reply again.
 
 :func:`judge_with_ray` drives a whole job: it collects every request needed
 (each input against each rule, both halves for a contrast prompt, and the
 calibration's reference judgments once), skips those already in the verdict
 cache, sends the rest through the pipeline with rows grouped input-major (an
 input's requests are consecutive, so a server's prefix cache keeps the input
-hot), records each reply with :meth:`ChatJudge.record
-<langchain_tag.judging.chat.ChatJudge.record>` and returns each input's
+hot), keeps each reading in the verdict cache (as :meth:`ChatJudge.record
+<langchain_tag.judging.chat.ChatJudge.record>` does) and returns each input's
 :class:`~langchain_tag.judging.chat.MatchResult` from
 :meth:`ApplicabilityRetriever.match
 <langchain_tag.retrievers.ApplicabilityRetriever.match>`, which then finds
@@ -69,7 +71,8 @@ vLLM): build the processor from ``vLLMEngineProcessorConfig`` and pass it as
 ``generated_text`` and per-token ``logprobs`` (``{token_id: {"logprob",
 "rank", "decoded_token"}}``) out, so its postprocess must turn those into the
 columns :func:`read_chat_response` gives (``text``, ``logprobs`` as the
-OpenAI object in JSON, ``error``). A sketch (not run here: no GPU)::
+OpenAI object in JSON, ``error``; ``p_yes`` and ``word`` left ``None``, the
+job then reads the reply itself). A sketch (not run here: no GPU)::
 
     import json
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
@@ -98,7 +101,7 @@ OpenAI object in JSON, ``error``). A sketch (not run here: no GPU)::
         }]}
         return {
             **{k: row[k] for k in ("order", "key", "request")},
-            "text": row["generated_text"], "logprobs": json.dumps(logprobs), "p_yes": None,
+            "text": row["generated_text"], "logprobs": json.dumps(logprobs), "p_yes": None, "word": None,
             "prompt_tokens": row["num_input_tokens"], "completion_tokens": row["num_generated_tokens"],
             "error": "",
         }

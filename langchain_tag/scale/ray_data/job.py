@@ -19,11 +19,12 @@ from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.judge import resolve_judge_prompt
 from langchain_tag.judging.pairs import PairRequest
-from langchain_tag.judging.results import Judgment, MatchResult
+from langchain_tag.judging.results import Judgment, MatchResult, Reading
 from langchain_tag.judging.verdict_cache import VerdictStore
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.ray_data.processor import build_judge_processor, require_ray
+from langchain_tag.scale.ray_data.requests import row_reading
 
 if TYPE_CHECKING:
     from ray.data import Dataset
@@ -333,14 +334,7 @@ def _send(
             error = str(row.get("__inference_error__") or row.get("error") or "")
             if not error:
                 text, logprobs = str(row.get("text") or ""), _logprobs(row.get("logprobs"))
-                judgment = judge.record(
-                    entry.request,
-                    text,
-                    logprobs,
-                    prompt_tokens=int(row.get("prompt_tokens") or 0),
-                    completion_tokens=int(row.get("completion_tokens") or 0),
-                )
-                error = judgment.error or ""
+                error = _keep(judge, entry.request, row, text, logprobs).error or ""
                 entry.reply = (text, logprobs) if error else None
             elif row.get("text"):  # the pipeline read a reply that is not a verdict
                 entry.reply = (str(row["text"]), _logprobs(row.get("logprobs")))
@@ -350,6 +344,27 @@ def _send(
         pending = [p for p in failed if not p.final]
     run.seconds = time.perf_counter() - started
     return [*finished, *pending]
+
+
+def _keep(judge: Any, request: PairRequest, row: Mapping[str, Any], text: str, logprobs: Any) -> Reading:
+    """Keep an answered row's reading in the verdict cache, reading its reply only if the pipeline did not.
+
+    The pipeline's postprocess read the reply (:func:`~langchain_tag.scale.ray_data.requests.read_chat_response`);
+    a processor of one's own that left it unread has it read here, by the judge's
+    :meth:`~langchain_tag.judging.chat.ChatJudge.record`. Either way the one reader reads each reply once.
+    """
+    reading = row_reading(row)
+    if reading is None:
+        read: Reading = judge.record(
+            request,
+            text,
+            logprobs,
+            prompt_tokens=int(row.get("prompt_tokens") or 0),
+            completion_tokens=int(row.get("completion_tokens") or 0),
+        )
+        return read
+    VerdictStore(judge.settings.cache).put(request.key, reading)
+    return reading
 
 
 def _most_workers(concurrency: int | tuple[int, int]) -> int:

@@ -8,6 +8,7 @@ No Ray here: :func:`chat_request_body` is the preprocess and
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,14 +16,28 @@ from langchain_tag.calls.faults import http_error, server_message
 from langchain_tag.calls.replies import read_completion
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.read import read_reply
+from langchain_tag.judging.results import Reading
 
-__all__ = ["OUTPUT_COLUMNS", "TOP_LOGPROBS", "chat_request_body", "read_chat_response"]
+__all__ = ["OUTPUT_COLUMNS", "TOP_LOGPROBS", "chat_request_body", "read_chat_response", "row_reading"]
 
 TOP_LOGPROBS = 5
 """``top_logprobs`` asked for, as the in-process judge asks."""
 
-OUTPUT_COLUMNS = ("order", "key", "request", "text", "logprobs", "p_yes", "prompt_tokens", "completion_tokens", "error")
-"""The columns of each pipeline output row (what :func:`read_chat_response` adds to ``order``, ``key``, ``request``)."""
+OUTPUT_COLUMNS = (
+    "order",
+    "key",
+    "request",
+    "text",
+    "logprobs",
+    "p_yes",
+    "word",
+    "prompt_tokens",
+    "completion_tokens",
+    "error",
+)
+"""The columns of each pipeline output row (what :func:`read_chat_response` adds to ``order``, ``key``, ``request``).
+
+A processor of one's own may leave ``p_yes`` and ``word`` ``None``: the job then reads the reply itself."""
 
 
 def chat_request_body(
@@ -56,7 +71,7 @@ def chat_request_body(
 
 
 def read_chat_response(status: int, body: str, transport_error: str = "") -> dict[str, Any]:
-    """Read one chat-completions response (the pipeline's postprocess).
+    """Read one chat-completions response (the pipeline's postprocess): the only read of its reply.
 
     Args:
         status: The HTTP status (0 when no response came).
@@ -65,15 +80,18 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
 
     Returns:
         ``text`` (the reply), ``logprobs`` (the first choice's logprobs
-        object as JSON, ``""`` without), ``p_yes`` (from
-        :func:`~langchain_tag.judging.read.read_reply`, ``None`` for a text
-        verdict), ``prompt_tokens``, ``completion_tokens`` and ``error``
-        (``""`` when the reply was read).
+        object as JSON, ``""`` without), ``p_yes`` and ``word`` (the
+        reading :func:`~langchain_tag.judging.read.read_reply` makes of it:
+        ``p_yes`` is ``None`` for a text verdict, ``word`` the YES (``True``)
+        or NO (``False``) read, ``None`` when none was), ``prompt_tokens``,
+        ``completion_tokens`` and ``error`` (``""`` when the reply was read).
+        :func:`row_reading` gives that reading back to the job.
     """
     row: dict[str, Any] = {
         "text": "",
         "logprobs": "",
         "p_yes": None,
+        "word": None,
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "error": "",
@@ -95,10 +113,37 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
     row["prompt_tokens"] = completion.prompt_tokens
     row["completion_tokens"] = completion.completion_tokens
     try:
-        row["p_yes"] = read_reply(completion.text, completion.logprobs).p_yes
+        reading = read_reply(completion.text, completion.logprobs)
     except ParseError as exc:
         row["error"] = str(exc)
+        return row
+    row["p_yes"], row["word"] = reading.p_yes, reading.word
     return row
+
+
+def row_reading(row: Mapping[str, Any]) -> Reading | None:
+    """The reading the postprocess made of an output row's reply (:func:`read_chat_response`), as the judge keeps it.
+
+    ``None`` when the row carries none: an error row, or a processor of one's own that left ``word`` empty (its
+    reply is then still to be read).
+    """
+    word = row.get("word")
+    if row.get("error") or word is None or _missing(word):
+        return None
+    p_yes = row.get("p_yes")
+    return Reading(
+        p_yes=None if p_yes is None or _missing(p_yes) else float(p_yes),
+        word=bool(word),
+        reply=str(row.get("text") or ""),
+        attempts=1,
+        prompt_tokens=int(row.get("prompt_tokens") or 0),
+        completion_tokens=int(row.get("completion_tokens") or 0),
+    )
+
+
+def _missing(value: Any) -> bool:
+    """Whether a column value is a null a pandas block made of ``None`` (NaN)."""
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _preview(text: str, limit: int = 200) -> str:

@@ -54,6 +54,6 @@ def test_review_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert exited.value.code == 2 and "--gold needs --verdicts" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["review", RULES, "--source", POLICY, "-o", str(out), "--threshold", "1.5"])
-    assert "expected a number in [0, 1]" in capsys.readouterr().err
+    assert "threshold must be a number within [0, 1], got '1.5'" in capsys.readouterr().err
     assert main(["review", RULES, "--source", str(tmp_path / "missing.md"), "-o", str(out)]) == 1
     assert "missing.md" in capsys.readouterr().err

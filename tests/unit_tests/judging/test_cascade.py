@@ -332,7 +332,7 @@ def test_per_call_threshold_applies_to_the_cheap_judges_decisions(rules: list[Ru
     assert [d.id for d in retriever.invoke("q", threshold=0.99, k=0)] == []
     # The option is one call's: the next call decides at the cheap judge's own threshold again.
     assert [d.id for d in retriever.invoke("q")] == ["R-001", "R-003", "R-005"]
-    with pytest.raises(ValueError, match=r"threshold must be within \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"threshold must be a number within \[0, 1\], got 1.5"):
         retriever.invoke("q", threshold=1.5)
 
 

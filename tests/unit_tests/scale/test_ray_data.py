@@ -16,6 +16,7 @@ import math
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -262,6 +263,55 @@ def test_failed_requests_are_reported_and_counted_as_no(
     assert all(r.failed == [] for r in again.results)
 
 
+class InProcessPipeline:
+    """A processor that runs the pipeline's own pre- and postprocess in this process, the endpoint's answer between.
+
+    What a Ray worker does to each row, here where a spy on the verdict reader sees every call.
+    """
+
+    def __init__(self, endpoint: FakeEndpoint) -> None:
+        self.endpoint = endpoint
+
+    def __call__(self, dataset: Any) -> Any:
+        import ray.data
+
+        from langchain_tag.scale.ray_data.requests import postprocess_row, preprocess_row
+
+        rows = []
+        for row in dataset.take_all():
+            payload = preprocess_row(row, model=MODEL, max_tokens=1, extra_body={})["payload"]
+            status, body = self.endpoint.reply(payload)
+            response = {"status": status, "body": body, "error": ""}
+            rows.append(postprocess_row({**row, "http_response": response}))
+        return ray.data.from_items(rows)
+
+
+def test_each_reply_is_read_once_by_the_one_reader(
+    local_ray: None, endpoint: FakeEndpoint, rules: list[Rule], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline's postprocess reads a reply; the job keeps that reading and does not read the reply again."""
+    import langchain_tag.judging.chat as chat
+    import langchain_tag.scale.ray_data.requests as requests
+    from langchain_tag.judging.read import read_reply
+
+    reads: Counter[str] = Counter()
+
+    def counting_reader(text: str, logprobs: Any = None) -> Any:
+        reads[json.dumps([text, logprobs], sort_keys=True)] += 1
+        return read_reply(text, logprobs)
+
+    monkeypatch.setattr(requests, "read_reply", counting_reader)
+    monkeypatch.setattr(chat, "read_reply", counting_reader)
+    in_process, for_ray, never_called = twin_retrievers(rules)
+
+    run = judge_with_ray(for_ray, INPUTS[:1], processor=InProcessPipeline(endpoint))
+
+    assert never_called.calls == 0 and run.failures == [] and run.sent == len(rules)
+    assert sum(reads.values()) == run.sent  # one read per reply
+    assert set(reads.values()) == {1}
+    assert verdicts(run.results[0]) == verdicts(in_process.match(INPUTS[0]))
+
+
 def test_sqlite_cache_and_explicit_processor(
     local_ray: None, endpoint: FakeEndpoint, rules: list[Rule], tmp_path: Any
 ) -> None:
@@ -389,7 +439,7 @@ def test_read_chat_response() -> None:
     )
     row = read_chat_response(200, ok)
     assert row["error"] == "" and row["text"] == "YES" and (row["prompt_tokens"], row["completion_tokens"]) == (12, 1)
-    assert row["p_yes"] == pytest.approx(0.8)
+    assert row["p_yes"] == pytest.approx(0.8) and row["word"] is True
     assert json.loads(row["logprobs"]) == openai_logprobs("YES", 0.8)
 
     text_only = read_chat_response(200, json.dumps({"choices": [{"message": {"content": "NO"}}]}))
@@ -405,6 +455,26 @@ def test_read_chat_response() -> None:
         in read_chat_response(200, json.dumps({"choices": [{"message": {"content": "hm"}}]}))["error"]
     )
     assert read_chat_response(0, "", "request failed: refused")["error"] == "request failed: refused"
+
+
+def test_row_reading_gives_back_the_postprocess_reading() -> None:
+    from langchain_tag.scale.ray_data.requests import row_reading
+
+    ok = json.dumps(
+        {
+            "choices": [{"message": {"content": "NO"}, "logprobs": openai_logprobs("NO", 0.3)}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 1},
+        }
+    )
+    reading = row_reading(read_chat_response(200, ok))
+    assert reading is not None
+    assert (reading.word, reading.reply, reading.attempts, reading.prompt_tokens) == (False, "NO", 1, 7)
+    assert reading.p_yes == pytest.approx(0.3)
+    # A pandas block's null (NaN) is no P(YES); a row left unread (a processor of one's own) or failed has none.
+    text_only = row_reading({"text": "YES", "p_yes": math.nan, "word": True, "error": ""})
+    assert text_only is not None and (text_only.p_yes, text_only.word) == (None, True)
+    assert row_reading({"text": "YES", "p_yes": None, "word": None, "error": ""}) is None
+    assert row_reading(read_chat_response(503, "busy")) is None
 
 
 def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch, rules: list[Rule]) -> None:
