@@ -130,14 +130,6 @@ def _unjudged(doc: Document) -> Document:
     return Document(page_content=doc.page_content, metadata=metadata, id=doc.id)
 
 
-def _failure_data(result: MatchResult) -> dict[str, Any]:
-    return {
-        "query": result.query,
-        "failed_rule_ids": [j.rule_id for j in result.failed],
-        "errors": {j.rule_id: j.error for j in result.failed},
-    }
-
-
 def _searchable(doc: Document) -> Document:
     """A rule document whose ``page_content`` is the rule's name, condition and action, for a similarity index."""
     text = Rule.from_document(doc).search_text()
@@ -383,7 +375,7 @@ class _Pipeline:
         rules = [Rule.from_document(doc) for doc in checked]
         result = self._check_judge(checked).judge(state["output"], rules, callbacks=config.get("callbacks"))
         if result.failed:
-            dispatch_custom_event(FAILED_EVENT, _failure_data(result), config=config)
+            dispatch_custom_event(FAILED_EVENT, result.failure_event(), config=config)
         return self._remaining(checked, result)
 
     async def acheck(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
@@ -393,7 +385,7 @@ class _Pipeline:
         rules = [Rule.from_document(doc) for doc in checked]
         result = await self._check_judge(checked).ajudge(state["output"], rules, callbacks=config.get("callbacks"))
         if result.failed:
-            await adispatch_custom_event(FAILED_EVENT, _failure_data(result), config=config)
+            await adispatch_custom_event(FAILED_EVENT, result.failure_event(), config=config)
         return self._remaining(checked, result)
 
     def route(self, state: TagState) -> str:

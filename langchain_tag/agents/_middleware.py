@@ -37,6 +37,7 @@ from langchain_tag.agents._state import (
     TagAgentState,
 )
 from langchain_tag.cascade_retriever import CascadeRetriever
+from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import FAILED_EVENT, ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents
@@ -70,13 +71,9 @@ def _failures(result: Any) -> list[JudgeFailure]:
     return [JudgeFailure(rule_id=j.rule_id, error=str(j.error)) for j in result.judgments if j.error is not None]
 
 
-def _failure_event(text: str, failures: Sequence[JudgeFailure]) -> dict[str, Any]:
-    """The data of the ``tag_judgments_failed`` event, as the retriever sends it."""
-    return {
-        "query": text,
-        "failed_rule_ids": [f["rule_id"] for f in failures],
-        "errors": {f["rule_id"]: f["error"] for f in failures},
-    }
+def _failure_event(result: MatchResult | CascadeResult) -> dict[str, Any]:
+    """The data of the ``tag_judgments_failed`` event (:meth:`MatchResult.failure_event`) of a judged input."""
+    return (result.result if isinstance(result, CascadeResult) else result).failure_event()
 
 
 class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
@@ -221,8 +218,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if matches is None:
             result = None if text is None else self.retriever.match(text, callbacks=internal_callbacks())
             matches, update = self._update(digest, result)
-            if update[FAILURES_KEY]:
-                dispatch_custom_event(FAILED_EVENT, _failure_event(str(text), update[FAILURES_KEY]))
+            if update[FAILURES_KEY] and result is not None:
+                dispatch_custom_event(FAILED_EVENT, _failure_event(result))
         return self._respond(handler(self._request(request, matches)), update)
 
     @override
@@ -237,8 +234,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if matches is None:
             result = None if text is None else await self.retriever.amatch(text, callbacks=ainternal_callbacks())
             matches, update = self._update(digest, result)
-            if update[FAILURES_KEY]:
-                await adispatch_custom_event(FAILED_EVENT, _failure_event(str(text), update[FAILURES_KEY]))
+            if update[FAILURES_KEY] and result is not None:
+                await adispatch_custom_event(FAILED_EVENT, _failure_event(result))
         return self._respond(await handler(self._request(request, matches)), update)
 
     # ------------------------------------------------------------------ the optional check after the model
