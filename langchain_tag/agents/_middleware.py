@@ -24,7 +24,7 @@ from langgraph.types import Command
 from typing_extensions import override
 
 from langchain_tag.agents._block import DEFAULT_HEADING, rules_block, with_block
-from langchain_tag.agents._check import DEFAULT_CHECK_NOTE, check_rules, reading, revision_request
+from langchain_tag.agents._check import CHECK_LOOP, DEFAULT_CHECK_NOTE, check_rules, reading, revision_request
 from langchain_tag.agents._inputs import InputSource, judged_input
 from langchain_tag.agents._internal import ainternal_callbacks, internal_callbacks
 from langchain_tag.agents._state import (
@@ -260,7 +260,7 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         self, state: TagAgentState, asked: bool, matches: list[RuleMatch], result: MatchResult
     ) -> dict[str, Any]:
         found = reading(state.get(JUDGED_KEY, ""), result, revision_asked=asked, note=self.check_note)
-        if not found["holding"] or asked:
+        if not CHECK_LOOP.again(found["holding"], rounds=2 if asked else 1):  # one revision per input
             return {CHECK_KEY: found}
         found["revision_asked"] = True
         request = revision_request(found["holding"], matches, self.check_note)
@@ -274,7 +274,7 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if plan is None:
             return None
         answer, matches, rules, asked = plan
-        result = self.retriever.judge.judge(answer, rules, callbacks=internal_callbacks())
+        result = CHECK_LOOP.check(self.retriever.judge, answer, rules, callbacks=internal_callbacks())
         return self._checked(state, asked, matches, result)
 
     @hook_config(can_jump_to=["model"])
@@ -285,5 +285,5 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if plan is None:
             return None
         answer, matches, rules, asked = plan
-        result = await self.retriever.judge.ajudge(answer, rules, callbacks=ainternal_callbacks())
+        result = await CHECK_LOOP.acheck(self.retriever.judge, answer, rules, callbacks=ainternal_callbacks())
         return self._checked(state, asked, matches, result)
