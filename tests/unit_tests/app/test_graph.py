@@ -132,8 +132,8 @@ def test_a_later_run_on_a_thread_takes_its_own_rules(rules: list[Rule], tmp_path
     ("context", "message"),
     [
         ({"mode": "bm25"}, "context key 'mode': 'bm25' is not a mode; choose one of: tag, relevance"),
-        ({"threshold": 7}, "context key 'threshold': expected a number from 0 to 1, got 7"),
-        ({"check_rounds": -1}, "context key 'check_rounds': expected a whole number >= 0, got -1"),
+        ({"threshold": 7}, "context key 'threshold': threshold must be a number within \\[0, 1\\], got 7.0"),
+        ({"check_rounds": -1}, "context key 'check_rounds': check_rounds must be a whole number >= 0, got -1"),
         ({"thresold": 0.5}, "unknown context key 'thresold' \\(did you mean 'threshold'\\?\\)"),
         ({"review": "yes"}, "context key 'review': expected true or false"),
         ({"judge_model": "local:7b"}, "names no embedded model"),
