@@ -255,9 +255,4 @@ def _check_options(options: dict[str, Any]) -> None:
 
 def _failure_event(result: CascadeResult) -> dict[str, Any]:
     """The ``tag_judgments_failed`` event's data, with the judge of each failed pair."""
-    return {
-        "query": result.query,
-        "failed_rule_ids": [j.rule_id for j in result.failed],
-        "errors": {j.rule_id: j.error for j in result.failed},
-        "judges": {j.rule_id: result.routes.get(j.rule_id, CHEAP) for j in result.failed},
-    }
+    return result.result.failure_event(judges={j.rule_id: result.routes.get(j.rule_id, CHEAP) for j in result.failed})

@@ -39,23 +39,23 @@ progress events, see :mod:`langchain_tag.app`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, override
 
 from langchain_tag.executors import ExecutorPrompt, UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.judging.chat import ChatRunnable
-from langchain_tag.judging.judge import Judge
+from langchain_tag.judging.check_loop import CHECK_ROUNDS, CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import (
     FAILED_EVENT,
@@ -128,14 +128,6 @@ def _unjudged(doc: Document) -> Document:
     """A copy of a rule document without the verdict keys a retrieval added."""
     metadata = {key: value for key, value in doc.metadata.items() if key not in _VERDICT_KEYS}
     return Document(page_content=doc.page_content, metadata=metadata, id=doc.id)
-
-
-def _failure_data(result: MatchResult) -> dict[str, Any]:
-    return {
-        "query": result.query,
-        "failed_rule_ids": [j.rule_id for j in result.failed],
-        "errors": {j.rule_id: j.error for j in result.failed},
-    }
 
 
 def _searchable(doc: Document) -> Document:
@@ -222,8 +214,103 @@ def make_retriever(
     return None, "none"
 
 
-class _Pipeline:
-    """Holds the graph's models and lazily built stores; its methods are the nodes."""
+StateT = TypeVar("StateT", bound=Mapping[str, Any])
+
+
+class PipelineSteps(Generic[StateT]):
+    """The pipeline's execute, check and route nodes, for every graph built on it.
+
+    :func:`build_tag_graph`'s graph runs them over :class:`TagState`; the served app's graph
+    (:mod:`langchain_tag.app`) runs the same nodes over its own state. What differs is a hook each: what the
+    executor gets (:meth:`_payload`) and which executor (:meth:`_executor`), the rules a revision is checked
+    against (:meth:`_to_check`) and by which judge (:meth:`_check_judge`), how the check is judged
+    (:meth:`_judge_check`: the app adds its progress events there), what the check adds to the state
+    (:meth:`_checked`), and the run's check loop (:meth:`_loop`). Every revision is checked and routed through
+    :class:`~langchain_tag.judging.check_loop.CheckLoop`.
+
+    The state keys the nodes read and write: ``input``, ``output`` (the revision), ``rounds`` (execute rounds
+    run) and ``remaining`` (what the last check found still holding).
+    """
+
+    # -- hooks
+    def _executor(self, state: StateT) -> Runnable[dict[str, Any], str]:
+        """The executor chain of this run."""
+        raise NotImplementedError
+
+    def _payload(self, state: StateT) -> dict[str, Any]:
+        """The executor's input (``input``, ``documents``, ``unit_kind``) for the next round."""
+        raise NotImplementedError
+
+    def _to_check(self, state: StateT) -> list[Rule]:
+        """The rules the revision is checked against (none: no check)."""
+        raise NotImplementedError
+
+    def _check_judge(self, state: StateT, rules: Sequence[Rule]) -> RevisionJudge:
+        """The judge of the check."""
+        raise NotImplementedError
+
+    def _loop(self, state: StateT) -> CheckLoop:
+        """The run's check loop (its ``check_rounds``)."""
+        raise NotImplementedError
+
+    def _checked(self, state: StateT, rules: Sequence[Rule], result: MatchResult) -> dict[str, Any]:
+        """The check's state update: ``remaining``, what still holds of ``rules`` by ``result``."""
+        raise NotImplementedError
+
+    def _judge_check(self, state: StateT, config: RunnableConfig, rules: Sequence[Rule]) -> MatchResult:
+        """Judge the revision against ``rules`` (the check loop's step), under the node's callbacks."""
+        judge = self._check_judge(state, rules)
+        return self._loop(state).check(judge, _revision(state), rules, callbacks=config.get("callbacks"))
+
+    async def _ajudge_check(self, state: StateT, config: RunnableConfig, rules: Sequence[Rule]) -> MatchResult:
+        """Async twin of :meth:`_judge_check`."""
+        judge = self._check_judge(state, rules)
+        return await self._loop(state).acheck(judge, _revision(state), rules, callbacks=config.get("callbacks"))
+
+    # -- execute
+    def execute(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
+        """Run the executor: the input and what it was given, or its last revision and the rules still holding."""
+        output = self._executor(state).invoke(self._payload(state), config)
+        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
+
+    async def aexecute(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
+        """Async twin of :meth:`execute`."""
+        output = await self._executor(state).ainvoke(self._payload(state), config)
+        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
+
+    # -- check
+    def check(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
+        """Judge the revision against the rules to check; a failed judgment is sent as ``tag_judgments_failed``."""
+        rules = self._to_check(state)
+        if not rules:
+            return self._checked(state, rules, MatchResult(query=_revision(state), predicate=""))
+        result = self._judge_check(state, config, rules)
+        if result.failed:
+            dispatch_custom_event(FAILED_EVENT, result.failure_event(), config=config)
+        return self._checked(state, rules, result)
+
+    async def acheck(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
+        """Async twin of :meth:`check`."""
+        rules = self._to_check(state)
+        if not rules:
+            return self._checked(state, rules, MatchResult(query=_revision(state), predicate=""))
+        result = await self._ajudge_check(state, config, rules)
+        if result.failed:
+            await adispatch_custom_event(FAILED_EVENT, result.failure_event(), config=config)
+        return self._checked(state, rules, result)
+
+    # -- route
+    def route(self, state: StateT) -> str:
+        """After a check: another execute round while rules remain and rounds are left, else the end."""
+        return "execute" if self._loop(state).again(state.get("remaining") or [], state.get("rounds") or 1) else END
+
+
+def _revision(state: Mapping[str, Any]) -> str:
+    return str(state.get("output") or "")
+
+
+class _Pipeline(PipelineSteps[TagState]):
+    """Holds the graph's models and lazily built stores; its methods (and its steps') are the nodes."""
 
     def __init__(
         self,
@@ -255,7 +342,7 @@ class _Pipeline:
         self.embeddings = embeddings
         self.k = k
         self.executor = executor_chain(llm, executor=executor)
-        self.check_rounds = check_rounds
+        self.loop = CheckLoop(check_rounds)
         self.check_all_rules = check_all_rules
         self._similarity: tuple[BaseRetriever | None, UnitKind] | None = None
         self._built: dict[str, tuple[BaseRetriever | None, UnitKind]] = {}
@@ -325,9 +412,7 @@ class _Pipeline:
     ) -> dict[str, Any]:
         """The retrieve node's update: what the executor gets, and what the check will judge (a new call's loop)."""
         checked: list[Document] = []
-        if self.check_rounds and (
-            self.judge_given or (mode == "tag" and isinstance(retriever, ApplicabilityRetriever))
-        ):
+        if self.loop.rounds and (self.judge_given or (mode == "tag" and isinstance(retriever, ApplicabilityRetriever))):
             chosen = self._all_rules(state) if self.check_all_rules else (docs if kind == "rules" else [])
             checked = [_unjudged(doc) for doc in chosen]
         return {"retrieved": docs, "unit_kind": kind, "mode": None, "rounds": 0, "checked": checked, "remaining": []}
@@ -346,22 +431,23 @@ class _Pipeline:
         docs = await retriever.ainvoke(state["input"], config) if retriever is not None else []
         return self._retrieved(state, mode, retriever, kind, docs)
 
-    # -- execute
+    # -- the steps' hooks
+    @override
+    def _executor(self, state: TagState) -> Runnable[dict[str, Any], str]:
+        return self.executor
+
+    @override
     def _payload(self, state: TagState) -> dict[str, Any]:
         if state.get("rounds"):  # a later round: the last revision, with the rules it still breaks
             return {"input": state["output"], "documents": state.get("remaining") or [], "unit_kind": "rules"}
         return {"input": state["input"], "documents": state.get("retrieved") or [], "unit_kind": state["unit_kind"]}
 
-    def execute(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        output = self.executor.invoke(self._payload(state), config)
-        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
+    @override
+    def _to_check(self, state: TagState) -> list[Rule]:
+        return [Rule.from_document(doc) for doc in state.get("checked") or []]
 
-    async def aexecute(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        output = await self.executor.ainvoke(self._payload(state), config)
-        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
-
-    # -- check
-    def _check_judge(self, rules: Sequence[Document]) -> Judge:
+    @override
+    def _check_judge(self, state: TagState, rules: Sequence[Rule]) -> RevisionJudge:
         """The ``tag`` mode's judge: the configured retriever's, else that of the one built for the graph's rules."""
         if self.template is not None:
             return self.template.judge
@@ -369,38 +455,17 @@ class _Pipeline:
         if built is not None and isinstance(built[0], ApplicabilityRetriever):
             return built[0].judge
         if self._checker is None:
-            self._checker = _judged("tag", rules, None, self.judge_llm)
+            self._checker = _judged("tag", state.get("checked") or [], None, self.judge_llm)
         return self._checker.judge
 
-    def _remaining(self, checked: list[Document], result: MatchResult) -> dict[str, Any]:
-        by_id = {str(doc.metadata["rule_id"]): doc for doc in checked}
+    @override
+    def _loop(self, state: TagState) -> CheckLoop:
+        return self.loop
+
+    @override
+    def _checked(self, state: TagState, rules: Sequence[Rule], result: MatchResult) -> dict[str, Any]:
+        by_id = {str(doc.metadata["rule_id"]): doc for doc in state.get("checked") or []}
         return {"remaining": verdict_documents(result, by_id)}
-
-    def check(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        checked = state.get("checked") or []
-        if not checked:
-            return {"remaining": []}
-        rules = [Rule.from_document(doc) for doc in checked]
-        result = self._check_judge(checked).judge(state["output"], rules, callbacks=config.get("callbacks"))
-        if result.failed:
-            dispatch_custom_event(FAILED_EVENT, _failure_data(result), config=config)
-        return self._remaining(checked, result)
-
-    async def acheck(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
-        checked = state.get("checked") or []
-        if not checked:
-            return {"remaining": []}
-        rules = [Rule.from_document(doc) for doc in checked]
-        result = await self._check_judge(checked).ajudge(state["output"], rules, callbacks=config.get("callbacks"))
-        if result.failed:
-            await adispatch_custom_event(FAILED_EVENT, _failure_data(result), config=config)
-        return self._remaining(checked, result)
-
-    def route(self, state: TagState) -> str:
-        """After a check: another execute round while rules remain and rounds are left, else the end."""
-        if state.get("remaining") and (state.get("rounds") or 1) <= self.check_rounds:
-            return "execute"
-        return END
 
 
 def build_tag_graph(
@@ -455,8 +520,7 @@ def build_tag_graph(
         ValueError: On an unknown mode, a negative ``check_rounds``, or nothing to take rules from.
     """
     _check_mode(mode)
-    if isinstance(check_rounds, bool) or not isinstance(check_rounds, int) or check_rounds < 0:
-        raise ValueError(f"check_rounds must be a whole number >= 0, got {check_rounds!r}")
+    CHECK_ROUNDS.check(check_rounds)
     if rules is None and isinstance(retriever, ApplicabilityRetriever):
         rules = rule_documents(retriever.rules)
     if rules is None and not documents and retriever is None:

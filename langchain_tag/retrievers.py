@@ -45,15 +45,6 @@ FAILED_KEY = "tag_failed_rule_ids"
 FAILED_EVENT = "tag_judgments_failed"
 
 
-def _failure_event(result: MatchResult) -> dict[str, Any]:
-    """The data of the ``tag_judgments_failed`` event: failed rule ids and why each failed."""
-    return {
-        "query": result.query,
-        "failed_rule_ids": [j.rule_id for j in result.failed],
-        "errors": {j.rule_id: j.error for j in result.failed},
-    }
-
-
 def verdict_documents(
     result: MatchResult, documents: Mapping[str, Document], *, k: int | None = None
 ) -> list[Document]:
@@ -274,7 +265,7 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
             self._last_match = exc.result
             raise
         if result.failed:
-            run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
+            run_manager.get_child().on_custom_event(FAILED_EVENT, result.failure_event())
         return verdict_documents(result, self._documents, k=self.k if k is None else k)
 
     @override
@@ -295,7 +286,7 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
             self._last_match = exc.result
             raise
         if result.failed:
-            await run_manager.get_child().on_custom_event(FAILED_EVENT, _failure_event(result))
+            await run_manager.get_child().on_custom_event(FAILED_EVENT, result.failure_event())
         return verdict_documents(result, self._documents, k=self.k if k is None else k)
 
 

@@ -24,7 +24,7 @@ from langgraph.types import Command
 from typing_extensions import override
 
 from langchain_tag.agents._block import DEFAULT_HEADING, rules_block, with_block
-from langchain_tag.agents._check import DEFAULT_CHECK_NOTE, check_rules, reading, revision_request
+from langchain_tag.agents._check import CHECK_LOOP, DEFAULT_CHECK_NOTE, check_rules, reading, revision_request
 from langchain_tag.agents._inputs import InputSource, judged_input
 from langchain_tag.agents._internal import ainternal_callbacks, internal_callbacks
 from langchain_tag.agents._state import (
@@ -37,6 +37,7 @@ from langchain_tag.agents._state import (
     TagAgentState,
 )
 from langchain_tag.cascade_retriever import CascadeRetriever
+from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import FAILED_EVENT, ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents
@@ -70,13 +71,9 @@ def _failures(result: Any) -> list[JudgeFailure]:
     return [JudgeFailure(rule_id=j.rule_id, error=str(j.error)) for j in result.judgments if j.error is not None]
 
 
-def _failure_event(text: str, failures: Sequence[JudgeFailure]) -> dict[str, Any]:
-    """The data of the ``tag_judgments_failed`` event, as the retriever sends it."""
-    return {
-        "query": text,
-        "failed_rule_ids": [f["rule_id"] for f in failures],
-        "errors": {f["rule_id"]: f["error"] for f in failures},
-    }
+def _failure_event(result: MatchResult | CascadeResult) -> dict[str, Any]:
+    """The data of the ``tag_judgments_failed`` event (:meth:`MatchResult.failure_event`) of a judged input."""
+    return (result.result if isinstance(result, CascadeResult) else result).failure_event()
 
 
 class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
@@ -221,8 +218,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if matches is None:
             result = None if text is None else self.retriever.match(text, callbacks=internal_callbacks())
             matches, update = self._update(digest, result)
-            if update[FAILURES_KEY]:
-                dispatch_custom_event(FAILED_EVENT, _failure_event(str(text), update[FAILURES_KEY]))
+            if update[FAILURES_KEY] and result is not None:
+                dispatch_custom_event(FAILED_EVENT, _failure_event(result))
         return self._respond(handler(self._request(request, matches)), update)
 
     @override
@@ -237,8 +234,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if matches is None:
             result = None if text is None else await self.retriever.amatch(text, callbacks=ainternal_callbacks())
             matches, update = self._update(digest, result)
-            if update[FAILURES_KEY]:
-                await adispatch_custom_event(FAILED_EVENT, _failure_event(str(text), update[FAILURES_KEY]))
+            if update[FAILURES_KEY] and result is not None:
+                await adispatch_custom_event(FAILED_EVENT, _failure_event(result))
         return self._respond(await handler(self._request(request, matches)), update)
 
     # ------------------------------------------------------------------ the optional check after the model
@@ -263,7 +260,7 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         self, state: TagAgentState, asked: bool, matches: list[RuleMatch], result: MatchResult
     ) -> dict[str, Any]:
         found = reading(state.get(JUDGED_KEY, ""), result, revision_asked=asked, note=self.check_note)
-        if not found["holding"] or asked:
+        if not CHECK_LOOP.again(found["holding"], rounds=2 if asked else 1):  # one revision per input
             return {CHECK_KEY: found}
         found["revision_asked"] = True
         request = revision_request(found["holding"], matches, self.check_note)
@@ -277,7 +274,7 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if plan is None:
             return None
         answer, matches, rules, asked = plan
-        result = self.retriever.judge.judge(answer, rules, callbacks=internal_callbacks())
+        result = CHECK_LOOP.check(self.retriever.judge, answer, rules, callbacks=internal_callbacks())
         return self._checked(state, asked, matches, result)
 
     @hook_config(can_jump_to=["model"])
@@ -288,5 +285,5 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         if plan is None:
             return None
         answer, matches, rules, asked = plan
-        result = await self.retriever.judge.ajudge(answer, rules, callbacks=ainternal_callbacks())
+        result = await CHECK_LOOP.acheck(self.retriever.judge, answer, rules, callbacks=ainternal_callbacks())
         return self._checked(state, asked, matches, result)

@@ -20,7 +20,6 @@ relevance, all_rules, similarity, none
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Annotated, Any
@@ -31,11 +30,17 @@ from typing_extensions import TypedDict
 from langchain_tag.errors import TagError
 from langchain_tag.executors import EXECUTOR_PROMPTS
 from langchain_tag.graph import MODES, Mode
+from langchain_tag.judging.check_loop import CHECK_ROUNDS
+from langchain_tag.ranges import THRESHOLD, Range
 
 __all__ = ["RULE_SETS", "ContextError", "RunSettings", "TagContext", "settings_from_context"]
 
 RULE_SETS: tuple[str, ...] = ("demo",)
 """The rule sets shipped with the package, by name: ``demo`` is the code review policy of ``langchain-tag demo``."""
+
+
+K = Range("k", 1, whole=True)
+"""The similarity mode's top-k."""
 
 
 class ContextError(TagError, ValueError):
@@ -62,7 +67,10 @@ class TagContext(TypedDict, total=False):
     ]
     threshold: Annotated[
         float | None,
-        Field(ge=0, le=1, description="Calibrated score a rule needs to match (default: the calibration's, else 0.5)."),
+        Field(
+            **THRESHOLD.bounds(),
+            description="Calibrated score a rule needs to match (default: the calibration's, else 0.5).",
+        ),
     ]
     rules_file: Annotated[
         str | None, Field(description="A rule file (JSONL, as `langchain-tag extract` writes) on the server.")
@@ -75,7 +83,7 @@ class TagContext(TypedDict, total=False):
     check_rounds: Annotated[
         int | None,
         Field(
-            ge=0,
+            **CHECK_ROUNDS.bounds(),
             description="After the executor's revision, the judge checks it against the rules it was given; "
             "while some still hold, the executor gets them and its revision again, at most this many times "
             "(default 1; 0: no check). The tag and relevance modes check.",
@@ -89,7 +97,7 @@ class TagContext(TypedDict, total=False):
         ),
     ]
     executor: Annotated[str | None, Field(description="The executor prompt: 'generic' (default) or 'code_review'.")]
-    k: Annotated[int | None, Field(ge=1, description="Top-k of the similarity mode (default 4).")]
+    k: Annotated[int | None, Field(**K.bounds(), description="Top-k of the similarity mode (default 4).")]
 
 
 @dataclass(frozen=True)
@@ -138,20 +146,16 @@ def _text(key: str, value: Any) -> str | None:
     return value.strip()
 
 
-def _whole(key: str, value: Any, minimum: int) -> int | None:
+def _in_range(key: str, value: Any, allowed: Range) -> Any:
+    """``value`` checked by the setting's one range; a bad value's message is the range's, naming the key."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ContextError(f"context key {key!r}: expected a whole number >= {minimum}, got {value!r}")
-    return value
-
-
-def _threshold(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= 1:
-        raise ContextError(f"context key 'threshold': expected a number from 0 to 1, got {value!r}")
-    return float(value)
+    if not allowed.whole and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)  # the number the setting holds, as the retriever's field makes it
+    try:
+        return allowed.check(value)
+    except ValueError as exc:
+        raise ContextError(f"context key {key!r}: {exc}") from None
 
 
 def _choice(key: str, value: Any, choices: tuple[str, ...], what: str) -> str | None:
@@ -212,13 +216,13 @@ def settings_from_context(context: Mapping[str, Any] | None) -> RunSettings:
     values: dict[str, Any] = {
         "judge_model": _judge_model(context.get("judge_model")),
         "judge_base_url": _base_url(context.get("judge_base_url")),
-        "threshold": _threshold(context.get("threshold")),
+        "threshold": _in_range("threshold", context.get("threshold"), THRESHOLD),
         "rules_file": rules_file,
         "rule_set": rule_set,
         "mode": _choice("mode", context.get("mode"), MODES, "a mode"),
-        "check_rounds": _whole("check_rounds", context.get("check_rounds"), 0),
+        "check_rounds": _in_range("check_rounds", context.get("check_rounds"), CHECK_ROUNDS),
         "review": review,
         "executor": _choice("executor", context.get("executor"), tuple(EXECUTOR_PROMPTS), "an executor prompt"),
-        "k": _whole("k", context.get("k"), 1),
+        "k": _in_range("k", context.get("k"), K),
     }
     return RunSettings(**{key: value for key, value in values.items() if value is not None})

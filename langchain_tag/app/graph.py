@@ -14,6 +14,11 @@ settings LangGraph's runtime context (:class:`~langchain_tag.app.context.TagCont
 - ``check`` has the judge check the revision against those rules; while some still hold and rounds are left
   (``check_rounds``), the executor gets them and its revision again. The ``tag`` and ``relevance`` modes check.
 
+``execute``, ``check`` and the route after it are :func:`~langchain_tag.graph.build_tag_graph`'s own steps
+(:class:`~langchain_tag.graph.PipelineSteps`, its check loop :class:`~langchain_tag.judging.check_loop.CheckLoop`)
+over this graph's state; the app adds the match, the review, the progress events and the run's context. A run
+builds its verdict cache, judge model, judges and executor once for its settings, whichever node asks first.
+
 The thread's state records the run's settings and rules, so a run interrupted for review resumes with them,
 also in another process (any checkpointer; the SQLite one of ``langgraph-checkpoint-sqlite`` keeps it on disk).
 Every node is synchronous: LangGraph runs it in a worker thread under an async server, so neither the judge's
@@ -29,24 +34,25 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManager
 from langchain_core.documents import Document
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 from pydantic import ValidationError
+from typing_extensions import override
 
+from langchain_tag.app._run import RunResources
 from langchain_tag.app.context import RunSettings, TagContext, settings_from_context
 from langchain_tag.app.models import AppModels
 from langchain_tag.app.progress import JudgingProgress
 from langchain_tag.app.review import ReviewError, apply_decision, review_request
 from langchain_tag.app.schemas import ReviewRequest, RuleRef, TagInput, TagOutput, rule_ref
 from langchain_tag.errors import TagError
-from langchain_tag.executors import executor_chain
-from langchain_tag.graph import make_retriever
+from langchain_tag.graph import PipelineSteps, make_retriever
+from langchain_tag.judging.check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
-from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules
 
 __all__ = ["BELOW_THE_LINE", "InputError", "build_app_graph"]
@@ -113,60 +119,62 @@ def _refs(ids: Sequence[str], rules: dict[str, Rule], scores: dict[str, float | 
     return [rule_ref(rules[rule_id], scores.get(rule_id)) for rule_id in ids]
 
 
-class _App:
-    """The nodes, over the models a run gets from :class:`AppModels`."""
+def _started(progress: JudgingProgress, config: RunnableConfig) -> RunnableConfig:
+    """The node's config with ``progress`` hearing the judge's replies (the node's callbacks, and the counter)."""
+    progress.start()
+    return {**config, "callbacks": CallbackManager.configure(config.get("callbacks"), [progress])}
+
+
+def _finished(progress: JudgingProgress, result: MatchResult) -> None:
+    failed = [j.rule_id for j in result.failed]
+    if failed:
+        logger.warning("%d judgment(s) failed and count as NO: rules %s", len(failed), ", ".join(failed))
+    progress.finish(matched=len(result.matched), failed=failed)
+
+
+class _App(PipelineSteps[_AppState]):
+    """The nodes: the pipeline's execute, check and route steps over the app's state, and the app's own.
+
+    The steps are :func:`~langchain_tag.graph.build_tag_graph`'s (:class:`~langchain_tag.graph.PipelineSteps`);
+    the app adds the match, the review and the progress events, over the resources a run's settings get once.
+    """
 
     def __init__(self, models: AppModels) -> None:
         self.models = models
+        self.run = RunResources(models)
 
     # -- the run's rules and settings
-    def _rules(self, state: _AppState, settings: RunSettings, cache: Any) -> list[Rule]:
+    def _rules(self, state: _AppState, settings: RunSettings) -> list[Rule]:
         if state.get("rules") is not None:
             return _input_rules(state.get("rules"))
         if settings.rules_file is not None:
             return load_rules(settings.rules_file)
-        return self.models.rule_set(settings.rule_set, cache)
+        return self.models.rule_set(settings.rule_set, self.run.cache(settings))
 
     @staticmethod
     def _recorded(state: _AppState) -> tuple[RunSettings, dict[str, Rule]]:
         rules = [Rule.model_validate(data) for data in state.get("rule_list") or []]
         return RunSettings.from_dict(state.get("settings") or {}), {rule.rule_id: rule for rule in rules}
 
-    def _judge(self, settings: RunSettings, rules: Sequence[Rule], cache: Any) -> ApplicabilityRetriever:
-        llm = self.models.judge(settings)  # its calls never stream: the judge binds stream=False (configure_judge)
-        return ApplicabilityRetriever(llm=llm, rules=list(rules), threshold=settings.threshold, cache=cache)
-
-    def _judged(
-        self, query: str, retriever: ApplicabilityRetriever, progress: JudgingProgress, config: RunnableConfig
-    ) -> MatchResult:
-        progress.start()
-        callbacks = CallbackManager.configure(config.get("callbacks"), [progress])  # the node's, and the counter
-        result = retriever.match(query, callbacks=callbacks)
-        failed = [j.rule_id for j in result.failed]
-        if failed:
-            logger.warning("%d judgment(s) failed and count as NO: rules %s", len(failed), ", ".join(failed))
-        progress.finish(matched=len(result.matched), failed=failed)
-        return result
-
-    # -- nodes
+    # -- nodes of the app's own
     def match(self, state: _AppState, config: RunnableConfig) -> dict[str, Any]:
         """Check the input and the run's settings (the run's context), then choose the rules the executor gets."""
         text = state.get("input")
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"the TAG graph needs the task input as text: {{'input': '...'}} (got {text!r})")
         settings = settings_from_context(get_runtime(TagContext).context)
-        cache = self.models.cache()
-        rules = self._rules(state, settings, cache)
+        rules = self._rules(state, settings)
         by_id = {rule.rule_id: rule for rule in rules}
         scores: dict[str, float | None] = {}
         below: list[str] = []
         unit_kind = "rules"
         if settings.mode in _JUDGED and rules:
-            template = self._judge(settings, rules, cache)
-            retriever, _ = make_retriever(settings.mode, rules=rules, retriever=template)
-            assert isinstance(retriever, ApplicabilityRetriever)
+            retriever = self.run.retriever(
+                settings, rules, "relevance" if settings.mode == "relevance" else "applicability"
+            )
             progress = JudgingProgress(get_stream_writer(), stage="match", total=len(rules))
-            result = self._judged(text, retriever, progress, config)
+            result = retriever.match(text, callbacks=_started(progress, config).get("callbacks"))
+            _finished(progress, result)
             scores = {j.rule_id: j.score for j in result.judgments}
             proposed = [j.rule_id for j in result.matched]
             unmatched = [j for j in result.judgments if not j.applies and j.score is not None]
@@ -215,38 +223,55 @@ class _App:
         logger.info("review by %s: added %s, dropped %s", record["reviewer"], record["added"], record["dropped"])
         return {"given": approved, "matched": _refs(approved, rules, scores), "review": record}
 
-    def execute(self, state: _AppState, config: RunnableConfig) -> dict[str, Any]:
-        """Run the executor: the input and the given rules' actions, or its last revision and the rules it breaks."""
-        settings, rules = self._recorded(state)
-        rounds = state.get("rounds") or 0
-        if rounds:
+    # -- the pipeline's steps (execute, check, route) over the app's state
+    @override
+    def _executor(self, state: _AppState) -> Runnable[dict[str, Any], str]:
+        return self.run.executor(self._recorded(state)[0])
+
+    @override
+    def _payload(self, state: _AppState) -> dict[str, Any]:
+        """The input and the given rules' actions, or the last revision and the given rules still holding."""
+        _, rules = self._recorded(state)
+        if state.get("rounds"):
             text, ids, kind = state.get("output") or "", state.get("remaining") or [], "rules"
         else:
             text, ids, kind = state["input"], state.get("given") or [], state.get("unit_kind") or "rules"
         documents: list[Document] = [rules[rule_id].to_document() for rule_id in ids]
-        chain = executor_chain(self.models.executor(settings), executor=settings.executor)
-        output = chain.invoke({"input": text, "documents": documents, "unit_kind": kind}, config)
-        return {"output": output, "rounds": rounds + 1}
+        return {"input": text, "documents": documents, "unit_kind": kind}
 
-    def check(self, state: _AppState, config: RunnableConfig) -> dict[str, Any]:
-        """Judge the revision against the given rules: those still holding are the findings."""
+    @override
+    def _to_check(self, state: _AppState) -> list[Rule]:
+        """The given rules, in the judged modes with check rounds."""
         settings, rules = self._recorded(state)
-        given = [rules[rule_id] for rule_id in state.get("given") or []]
-        if settings.mode not in _JUDGED or not settings.check_rounds or not given:
-            return {"remaining": [], "findings": []}
-        checker = self._judge(settings, given, self.models.cache())
-        progress = JudgingProgress(get_stream_writer(), stage="check", total=len(given), round=state.get("rounds", 1))
-        result = self._judged(state.get("output") or "", checker, progress, config)
+        if settings.mode not in _JUDGED or not settings.check_rounds:
+            return []
+        return [rules[rule_id] for rule_id in state.get("given") or []]
+
+    @override
+    def _check_judge(self, state: _AppState, rules: Sequence[Rule]) -> RevisionJudge:
+        """The run's applicability judge (the ``relevance`` mode's too), over the run's rules."""
+        settings, by_id = self._recorded(state)
+        return self.run.retriever(settings, list(by_id.values()), "applicability").judge
+
+    @override
+    def _loop(self, state: _AppState) -> CheckLoop:
+        return CheckLoop(RunSettings.from_dict(state.get("settings") or {}).check_rounds)
+
+    @override
+    def _judge_check(self, state: _AppState, config: RunnableConfig, rules: Sequence[Rule]) -> MatchResult:
+        """The check, with its progress events."""
+        progress = JudgingProgress(get_stream_writer(), stage="check", total=len(rules), round=state.get("rounds", 1))
+        result = super()._judge_check(state, _started(progress, config), rules)
+        _finished(progress, result)
+        return result
+
+    @override
+    def _checked(self, state: _AppState, rules: Sequence[Rule], result: MatchResult) -> dict[str, Any]:
+        """The given rules still holding, by id, and as the findings."""
+        _, by_id = self._recorded(state)
         scores = {j.rule_id: j.score for j in result.judgments}
         remaining = [j.rule_id for j in result.matched]
-        return {"remaining": remaining, "findings": _refs(remaining, rules, scores)}
-
-    def route(self, state: _AppState) -> str:
-        """After a check: another execute round while rules still hold and rounds are left, else the end."""
-        settings = RunSettings.from_dict(state.get("settings") or {})
-        if state.get("remaining") and (state.get("rounds") or 1) <= settings.check_rounds:
-            return "execute"
-        return END
+        return {"remaining": remaining, "findings": _refs(remaining, by_id, scores)}
 
 
 def build_app_graph(

@@ -10,7 +10,9 @@ verdict cache keeps it as it is. The scorer
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_tag.errors import TagError
 from langchain_tag.judging.logodds import logit, sigmoid
@@ -108,6 +110,30 @@ class MatchResult:
     def failed(self) -> list[Judgment]:
         """Judgments that failed after the retry and were counted as NO."""
         return [j for j in self.judgments if j.error is not None]
+
+    def failure_event(self, *, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The data of the ``tag_judgments_failed`` callback event: the query, the failed rules and why each failed.
+
+        Every front that reports failed judgments (the retrievers, the graph's check, the agent middleware)
+        sends this.
+
+        Args:
+            judges: The judge of each failed pair (a cascade's ``"cheap"`` or ``"strong"``), sent as ``judges``.
+
+        Example:
+            >>> result = MatchResult("x = 1", "applicability", [Judgment(rule_id="R1", error="HTTP 500")])
+            >>> result.failure_event()
+            {'query': 'x = 1', 'failed_rule_ids': ['R1'], 'errors': {'R1': 'HTTP 500'}}
+        """
+        failed = self.failed
+        event: dict[str, Any] = {
+            "query": self.query,
+            "failed_rule_ids": [j.rule_id for j in failed],
+            "errors": {j.rule_id: j.error for j in failed},
+        }
+        if judges is not None:
+            event["judges"] = dict(judges)
+        return event
 
     @property
     def calls(self) -> int:

@@ -34,10 +34,10 @@ def test_none_values_keep_the_defaults() -> None:
 @pytest.mark.parametrize(
     ("context", "message"),
     [
-        ({"threshold": True}, "'threshold': expected a number from 0 to 1, got True"),
+        ({"threshold": True}, "'threshold': threshold must be a number within [0, 1], got True"),
         ({"threshold": float("nan")}, "'threshold'"),
-        ({"check_rounds": 1.5}, "'check_rounds': expected a whole number >= 0"),
-        ({"k": 0}, "'k': expected a whole number >= 1, got 0"),
+        ({"check_rounds": 1.5}, "'check_rounds': check_rounds must be a whole number >= 0, got 1.5"),
+        ({"k": 0}, "'k': k must be a whole number >= 1, got 0"),
         ({"executor": "poet"}, "'executor': 'poet' is not an executor prompt; choose one of: generic, code_review"),
         ({"judge_model": ""}, "'judge_model': expected a non-empty string"),
         ({"zzz": 1}, "unknown context key 'zzz'; the settings are: judge_model, "),
@@ -53,3 +53,52 @@ def test_bad_values_name_the_key_and_what_fits(context: dict[str, object], messa
 def test_a_context_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(ContextError, match="must be an object of settings, got list"):
         settings_from_context(["tag"])  # type: ignore[arg-type]
+
+
+def _retrievers_message(threshold: object) -> str:
+    from pydantic import ValidationError
+
+    from langchain_tag.retrievers import ApplicabilityRetriever
+    from langchain_tag.rules import Rule
+    from langchain_tag.testing import fake_judge
+
+    rule = Rule(rule_id="R1", rule_name="n", condition="c", action="a")
+    with pytest.raises(ValidationError) as raised:
+        ApplicabilityRetriever(llm=fake_judge(set()), rules=[rule], threshold=threshold)
+    return str(raised.value.errors()[0]["ctx"]["error"])
+
+
+@pytest.mark.parametrize("threshold", [7, 1.5, -0.5, float("nan")])
+def test_a_bad_threshold_gets_the_retrievers_message_named_as_a_context_key(threshold: object) -> None:
+    with pytest.raises(ContextError) as raised:
+        settings_from_context({"threshold": threshold})
+    assert str(raised.value) == "context key 'threshold': " + _retrievers_message(threshold)
+    assert str(raised.value).startswith("context key 'threshold': threshold must be a number within [0, 1], got ")
+
+
+def test_a_bad_check_rounds_gets_the_graphs_message_named_as_a_context_key() -> None:
+    from langchain_tag.graph import build_tag_graph
+    from langchain_tag.testing import FakeChatModel
+
+    with pytest.raises(ValueError) as graphs:
+        build_tag_graph(FakeChatModel(respond=lambda p: ""), rules=[], check_rounds=-1)
+    with pytest.raises(ContextError) as raised:
+        settings_from_context({"check_rounds": -1})
+    assert str(raised.value) == "context key 'check_rounds': " + str(graphs.value)
+
+
+def test_the_schemas_bounds_are_the_ranges() -> None:
+    from pydantic import TypeAdapter
+
+    from langchain_tag.app.context import TagContext
+    from langchain_tag.judging.check_loop import CHECK_ROUNDS
+    from langchain_tag.ranges import THRESHOLD
+
+    schema = TypeAdapter(TagContext).json_schema()["properties"]
+
+    def bounds(key: str) -> tuple[object, object]:
+        (number,) = [s for s in schema[key]["anyOf"] if s.get("type") in ("number", "integer")]
+        return number.get("minimum"), number.get("maximum")
+
+    assert bounds("threshold") == (THRESHOLD.low, THRESHOLD.high)
+    assert bounds("check_rounds") == (CHECK_ROUNDS.low, CHECK_ROUNDS.high)

@@ -20,6 +20,8 @@ from langchain_tag.app import (
     build_app_graph,
 )
 from langchain_tag.errors import RuleFileError
+from langchain_tag.judging.judge import Judge
+from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.testing import FakeChatModel, HashingEmbeddings, judged_rule_id
 from tests.helpers.app_fakes import STUBBORN, fake_models, given_ids, judge_reply
@@ -130,8 +132,8 @@ def test_a_later_run_on_a_thread_takes_its_own_rules(rules: list[Rule], tmp_path
     ("context", "message"),
     [
         ({"mode": "bm25"}, "context key 'mode': 'bm25' is not a mode; choose one of: tag, relevance"),
-        ({"threshold": 7}, "context key 'threshold': expected a number from 0 to 1, got 7"),
-        ({"check_rounds": -1}, "context key 'check_rounds': expected a whole number >= 0, got -1"),
+        ({"threshold": 7}, "context key 'threshold': threshold must be a number within \\[0, 1\\], got 7.0"),
+        ({"check_rounds": -1}, "context key 'check_rounds': check_rounds must be a whole number >= 0, got -1"),
         ({"thresold": 0.5}, "unknown context key 'thresold' \\(did you mean 'threshold'\\?\\)"),
         ({"review": "yes"}, "context key 'review': expected true or false"),
         ({"judge_model": "local:7b"}, "names no embedded model"),
@@ -243,3 +245,32 @@ def test_review_resumes_from_a_sqlite_checkpoint_in_a_second_process(rules: list
     assert out["review"]["approved"] == ["R-004", STUBBORN] and out["review"]["reviewer"] == "bo"
     assert out["rounds"] == 2 and given_ids(out["output"]) == [STUBBORN]  # the recorded check_rounds held
     assert _ids(out["findings"]) == [STUBBORN]
+
+
+def test_a_run_builds_its_judge_cache_and_judge_state_once_across_its_nodes(
+    rules: list[Rule], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = fake_models()
+    caches: list[Any] = []
+    judges: list[Any] = []
+    states: list[Any] = []
+
+    def cache() -> InMemoryVerdictCache:
+        caches.append(InMemoryVerdictCache())
+        return caches[-1]
+
+    def judge(settings: Any) -> Any:
+        judges.append(base.judge(settings))
+        return judges[-1]
+
+    made = Judge.__init__
+
+    def counting(self: Judge, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        states.append(self.state)  # kept, so no two states share an id
+
+    monkeypatch.setattr(Judge, "__init__", counting)
+    models = replace(base, cache=cache, judge=judge)
+    out = build_app_graph(models).invoke({"input": CODE, "rules": _rules(rules)}, context={"check_rounds": 2})
+    assert out["rounds"] == 3  # a match and three checks, each judging
+    assert (len(caches), len(judges), len({id(state) for state in states})) == (1, 1, 1)
