@@ -49,11 +49,11 @@ from langchain_tag.app.models import AppModels
 from langchain_tag.app.progress import JudgingProgress
 from langchain_tag.app.review import ReviewError, apply_decision, review_request
 from langchain_tag.app.schemas import ReviewRequest, RuleRef, TagInput, TagOutput, rule_ref
-from langchain_tag.errors import TagError
+from langchain_tag.errors import RuleFileError, TagError
 from langchain_tag.graph import PipelineSteps, make_retriever
 from langchain_tag.judging.check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
-from langchain_tag.rules import Rule, load_rules
+from langchain_tag.rules import Rule, check_unique_rule_ids, load_rules
 
 __all__ = ["BELOW_THE_LINE", "InputError", "build_app_graph"]
 
@@ -108,10 +108,10 @@ def _input_rules(given: Any) -> list[Rule]:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "the rule"
             raise InputError(f"input rules[{index}]: {where}: {first['msg']}") from None
-    ids = [rule.rule_id for rule in rules]
-    repeated = sorted({rule_id for rule_id in ids if ids.count(rule_id) > 1})
-    if repeated:
-        raise InputError(f"input rules: rule id(s) {', '.join(map(repr, repeated))} given more than once")
+    try:
+        check_unique_rule_ids([rule.rule_id for rule in rules], where="input rules")
+    except RuleFileError as exc:
+        raise InputError(str(exc)) from None
     return rules
 
 

@@ -154,7 +154,7 @@ def test_a_bad_input_fails_the_run_with_a_clear_error(rules: list[Rule]) -> None
         graph.invoke({"input": "  ", "rules": _rules(rules)})
     with pytest.raises(InputError, match=r"input rules\[1\]: condition: Field required"):
         graph.invoke({"input": CODE, "rules": [_rules(rules)[0], {"rule_id": "X", "rule_name": "n", "action": "a"}]})
-    with pytest.raises(InputError, match="'R-001' given more than once"):
+    with pytest.raises(InputError, match="input rules: duplicate rule_id 'R-001'"):
         graph.invoke({"input": CODE, "rules": _rules(rules[:1]) * 2})
 
 
