@@ -47,6 +47,8 @@ def json_lines(lines: Iterable[str], where: str) -> Iterator[tuple[int, Any | Js
             yield number, json.loads(line)
         except json.JSONDecodeError as exc:
             yield number, JsonLineError(where, number, _reason(exc))
+        except RecursionError:
+            yield number, JsonLineError(where, number, "nested too deeply to read")
 
 
 def _reason(exc: json.JSONDecodeError) -> str:
