@@ -15,16 +15,14 @@ server per model file for the life of the process::
 The child process exits on :meth:`LocalLlamaServer.stop`, at interpreter exit,
 and also by itself when the parent process dies (it watches its stdin pipe).
 
-Run as a module (``python -m langchain_tag.local.server --model PATH``) this
-file is the child process itself.
+Run as a module (``python -m langchain_tag.local.server --model PATH``) it is
+the child process itself (:mod:`langchain_tag.local._server_child`).
 """
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
-import json
 import logging
 import os
 import subprocess
@@ -40,6 +38,9 @@ from pathlib import Path
 from types import TracebackType
 
 from langchain_tag.errors import TagError
+from langchain_tag.local._machine import default_threads, missing_cpu_flags
+from langchain_tag.local._server_child import DEFAULT_CTX, serve
+from langchain_tag.local._server_probe import NO_PROXY_OPENER, healthy, read_ready_line
 
 __all__ = [
     "LocalLlamaServer",
@@ -53,23 +54,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CTX = 8192
-"""Default context window (tokens) of a local server."""
-
-_HOST = "127.0.0.1"
-_READY_PREFIX = "LANGCHAIN_TAG_SERVER_READY "
-
 
 class LocalServerError(TagError, RuntimeError):
     """Raised when the local model server cannot be started or dies."""
-
-
-def default_threads() -> int:
-    """Return the number of CPU cores available to this process."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class LocalLlamaServer:
@@ -235,7 +222,7 @@ class LocalLlamaServer:
     def _wait_until_ready(self) -> None:
         assert self._process is not None and self._process.stdout is not None
         deadline = time.monotonic() + self.startup_timeout
-        address = _read_ready_line(self._process, deadline)
+        address = read_ready_line(self._process, deadline)
         if address is None:
             # stdout closes a moment before the exit status is available.
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -247,7 +234,7 @@ class LocalLlamaServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise self._died("exited during start-up")
-            if _healthy(f"{address}/health"):
+            if healthy(f"{address}/health"):
                 return
             time.sleep(0.2)
         raise self._died(f"was not healthy within {self.startup_timeout:.0f} s")
@@ -304,38 +291,6 @@ class LocalLlamaServer:
             self._log_path = None
 
 
-def _read_ready_line(process: subprocess.Popen[str], deadline: float) -> str | None:
-    """Wait for the child's ready line on stdout; return its address or ``None``.
-
-    A daemon thread keeps draining stdout afterwards so the child can never
-    block on a full pipe.
-    """
-    result: list[str] = []
-    ready = threading.Event()
-
-    def reader() -> None:
-        assert process.stdout is not None
-        try:
-            for line in process.stdout:
-                if not ready.is_set() and line.startswith(_READY_PREFIX):
-                    try:
-                        result.append(json.loads(line[len(_READY_PREFIX) :])["address"])
-                    except (ValueError, KeyError, TypeError):
-                        logger.warning("Unreadable ready line from server: %r", line)
-                    ready.set()
-        except (OSError, ValueError):  # stream closed by stop()
-            pass
-        finally:
-            ready.set()
-
-    threading.Thread(target=reader, name="langchain-tag-server-stdout", daemon=True).start()
-    ready.wait(max(0.0, deadline - time.monotonic()))
-    return result[0] if result else None
-
-
-_NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
 def read_metrics(url: str) -> dict[str, float]:
     """Parse a llama.cpp ``/metrics`` page (Prometheus text) into ``{name: value}``.
 
@@ -343,7 +298,7 @@ def read_metrics(url: str) -> dict[str, float]:
         LocalServerError: When the page cannot be fetched.
     """
     try:
-        with _NO_PROXY_OPENER.open(url, timeout=5) as response:
+        with NO_PROXY_OPENER.open(url, timeout=5) as response:
             text = response.read().decode("utf-8")
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise LocalServerError(f"cannot read server metrics from {url}: {exc}") from exc
@@ -357,49 +312,6 @@ def read_metrics(url: str) -> dict[str, float]:
         except ValueError:
             continue
     return values
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with _NO_PROXY_OPENER.open(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-WHEEL_CPU_FLAGS = ("avx2", "fma", "f16c")
-"""The x86 instruction sets the prebuilt ``xllamacpp`` wheel is compiled for (it has no runtime dispatch)."""
-
-
-def missing_cpu_flags(cpuinfo: str | None = None, machine: str | None = None) -> list[str]:
-    """The instruction sets the prebuilt runtime needs that this CPU lacks.
-
-    Args:
-        cpuinfo: The text of ``/proc/cpuinfo`` (read when ``None``).
-        machine: The machine type (``platform.machine()`` when ``None``).
-
-    Returns:
-        The missing flags of :data:`WHEEL_CPU_FLAGS`; empty when all are there, on
-        a machine that is not x86-64, or when the CPU's flags cannot be read.
-    """
-    import platform
-
-    if (machine or platform.machine()).lower() not in ("x86_64", "amd64"):
-        return []
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return []
-    flags: set[str] = set()
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "flags":
-            flags = set(value.split())
-            break
-    if not flags:
-        return []
-    return [f for f in WHEEL_CPU_FLAGS if f not in flags]
 
 
 def _require_runtime() -> None:
@@ -477,44 +389,5 @@ def stop_all_servers() -> None:
 atexit.register(stop_all_servers)
 
 
-# -- child process ---------------------------------------------------------
-
-
-def _serve(argv: list[str] | None = None) -> int:
-    """Entry point of the child process: load the model and serve until told to stop."""
-    parser = argparse.ArgumentParser(description="Serve a GGUF over an OpenAI-compatible API.")
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--ctx", type=int, default=DEFAULT_CTX)
-    parser.add_argument("--threads", type=int, default=default_threads())
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--verbose", action="store_true", help="log every request")
-    args = parser.parse_args(argv)
-
-    import xllamacpp
-
-    params = xllamacpp.CommonParams()
-    params.model.path = args.model
-    params.model_alias = {args.name}
-    params.hostnames = [_HOST]
-    params.port = args.port
-    params.n_ctx = args.ctx
-    params.n_parallel = 1
-    params.cache_prompt = True
-    params.endpoint_metrics = True  # token counters for benchmarks (LocalLlamaServer.metrics)
-    params.cpuparams.n_threads = args.threads
-    params.cpuparams_batch.n_threads = args.threads
-    params.verbosity = 3 if args.verbose else 2  # llama.cpp: 3 = info, 2 = warnings
-    server = xllamacpp.Server(params)  # loads the model and starts listening
-
-    sys.stdout.write(_READY_PREFIX + json.dumps({"address": server.listening_address}) + "\n")
-    sys.stdout.flush()
-    # Serve until the parent closes our stdin (stop() or parent death) or
-    # terminates us. The OS reclaims the model and the socket on exit.
-    with contextlib.suppress(KeyboardInterrupt):
-        sys.stdin.read()
-    os._exit(0)
-
-
 if __name__ == "__main__":
-    sys.exit(_serve())
+    sys.exit(serve())

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_tag.errors import TagError
 from langchain_tag.jsonl import JsonLineError, json_lines
+from langchain_tag.scale.verdict_lines import VerdictLine, VerdictLineError, VerdictPair
 
 __all__ = [
     "GOLD_KEYS",
@@ -38,21 +39,8 @@ class ReviewError(TagError, ValueError):
     """A file given to the review cannot be used: the message names the file (and the line) at fault."""
 
 
-@dataclass(frozen=True)
-class Pair:
-    """One (input, rule) judgment as a verdicts file records it.
-
-    Attributes:
-        rule_id: The rule.
-        applies: Whether the rule was matched.
-        score: The calibrated score the threshold was applied to (``None``: not recorded, or no logprobs).
-        p_yes: The judge's raw P(YES), when recorded.
-    """
-
-    rule_id: str
-    applies: bool
-    score: float | None
-    p_yes: float | None
+Pair = VerdictPair
+"""One (input, rule) judgment as a verdicts file records it (the one schema's :class:`VerdictPair`)."""
 
 
 @dataclass
@@ -74,6 +62,11 @@ class VerdictRecord:
     failed: dict[str, str] = field(default_factory=dict)
     pairs: list[Pair] | None = None
     error: str | None = None
+
+    @classmethod
+    def of(cls, verdict: VerdictLine, line: int) -> VerdictRecord:
+        """The record of a verdicts line read from line ``line`` of its file."""
+        return cls(verdict.id, line, verdict.matched, verdict.failed, verdict.pairs, verdict.error)
 
     def rule_ids(self) -> set[str]:
         """Every rule id the record names."""
@@ -137,28 +130,6 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else (str(value) if isinstance(value, int) else None)
 
 
-def _number(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ReviewError(f"{where}: expected a number or null, got {value!r}")
-    return float(value)
-
-
-def _pair(item: Any, where: str, *, applies: bool | None) -> Pair:
-    if not isinstance(item, dict) or _text(item.get("rule_id")) is None:
-        raise ReviewError(f"{where}: expected an object with a rule_id, got {item!r}")
-    decided = item.get("applies", applies)
-    if not isinstance(decided, bool):
-        raise ReviewError(f"{where}: expected applies to be true or false, got {decided!r}")
-    return Pair(
-        str(item["rule_id"]),
-        decided,
-        _number(item.get("score"), where),
-        _number(item.get("p_yes"), where),
-    )
-
-
 def read_verdicts(path: str | Path) -> list[VerdictRecord]:
     """Read a verdicts file the bulk job wrote: ``{"id", "matched", "failed"[, "pairs"][, "error"]}`` per line.
 
@@ -171,25 +142,13 @@ def read_verdicts(path: str | Path) -> list[VerdictRecord]:
     first: dict[str, int] = {}
     for number, data in _lines(path):
         where = f"{path}:{number}"
-        if not isinstance(data, dict) or _text(data.get("id")) is None or not isinstance(data.get("matched"), list):
-            raise ReviewError(
-                f'{where}: not a verdicts record (expected {{"id", "matched", "failed"}}, '
-                "as langchain-tag match --inputs writes)"
-            )
-        record = VerdictRecord(id=str(data["id"]), line=number)
+        try:
+            record = VerdictRecord.of(VerdictLine.from_line(data, where), number)
+        except VerdictLineError as exc:
+            raise ReviewError(str(exc)) from None
         if record.id in first:
             raise ReviewError(f"{where}: input id {record.id!r} given twice (first on line {first[record.id]})")
         first[record.id] = number
-        record.matched = [_pair(item, where, applies=True) for item in data["matched"]]
-        for item in data.get("failed") or []:
-            if not isinstance(item, dict) or _text(item.get("rule_id")) is None:
-                raise ReviewError(f"{where}: a failed judgment lacks its rule_id: {item!r}")
-            record.failed[str(item["rule_id"])] = str(item.get("error") or "failed")
-        if data.get("pairs") is not None:
-            if not isinstance(data["pairs"], list):
-                raise ReviewError(f"{where}: pairs must be a list")
-            record.pairs = [_pair(item, where, applies=None) for item in data["pairs"]]
-        record.error = _text(data.get("error"))
         records.append(record)
     return records
 

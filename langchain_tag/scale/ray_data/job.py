@@ -21,6 +21,7 @@ from langchain_tag.judging.judge import resolve_judge_prompt
 from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.results import Judgment, MatchResult, Reading
 from langchain_tag.judging.verdict_cache import VerdictStore
+from langchain_tag.ranges import MAX_ATTEMPTS, MAX_CONCURRENCY
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale.ray_data.processor import build_judge_processor, require_ray
@@ -184,8 +185,7 @@ def judge_with_ray(
     if max_attempts is None:
         retried = client_retries(retriever.llm)
         max_attempts = 1 + retried if retried else retriever.judge.settings.max_attempts
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    MAX_ATTEMPTS.check(max_attempts)
     if retriever.cache is None:
         raise ValueError("judge_with_ray needs a retriever with a verdict cache: replies are recorded there")
     if retriever.candidates is not None:
@@ -193,9 +193,7 @@ def judge_with_ray(
     judge = chat_judge(retriever.judge, "judge_with_ray")
     rules = rules_from_documents(rule_documents(retriever.rules))
     queries = list(inputs)
-    cap = retriever.max_concurrency if max_concurrency is None else max_concurrency
-    if cap < 1:
-        raise ValueError(f"max_concurrency must be >= 1, got {cap}")
+    cap = MAX_CONCURRENCY.check(retriever.max_concurrency if max_concurrency is None else max_concurrency)
     if processor is None:
         endpoint = judge_endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
         processor = build_judge_processor(

@@ -78,7 +78,7 @@ def test_a_wait_ends_as_soon_as_the_verdict_is_stored(tmp_path: Path) -> None:
 def test_a_bulk_job_stuck_behind_another_jobs_claims_stops_with_the_message(
     tmp_path: Path, rules: list[Rule], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langchain_tag.judging.verdict_cache as module
+    import langchain_tag.judging._claims as module
 
     monkeypatch.setattr(module, "CLAIM_WAIT_LIMIT", 0.2)
     monkeypatch.setattr(module, "CLAIM_POLL", 0.01)

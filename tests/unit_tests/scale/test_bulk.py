@@ -307,8 +307,10 @@ def test_inputs_given_in_code_are_checked_too(rules: list[Rule]) -> None:
         match_corpus([InputItem("a", "x"), InputItem("a", "y")], retriever)  # refused before the first result
     with pytest.raises(InputsError, match="is empty"):
         amatch_corpus(["x", " "], retriever)
-    with pytest.raises(ValueError, match="max_concurrency must be >= 1"):
+    with pytest.raises(ValueError, match=re.escape("max_concurrency must be a whole number >= 1, got 0")):
         match_corpus(["x"], retriever, max_concurrency=0)
+    with pytest.raises(ValueError, match=re.escape("max_concurrency must be a whole number >= 1, got 0")):
+        amatch_corpus(["x"], retriever, max_concurrency=0)
 
 
 def test_work_is_sent_input_major(rules: list[Rule]) -> None:

@@ -150,6 +150,15 @@ def test_bad_settings_are_refused() -> None:
         cascade_corpus(items, strong, HashingEmbeddings(), cheap=retriever(strong_judge(applies), rules[:2], None))
 
 
+def test_max_concurrency_is_checked_with_the_one_message() -> None:
+    items, rules, applies = corpus(inputs=3)
+    strong = retriever(strong_judge(applies), rules, None)
+    with pytest.raises(ValueError, match=re.escape("max_concurrency must be a whole number >= 1, got 0")):
+        cascade_corpus(items, strong, HashingEmbeddings(), max_concurrency=0)
+    with pytest.raises(ValueError, match=re.escape("max_concurrency must be a whole number >= 1, got 0")):
+        asyncio.run(acascade_corpus(items, strong, HashingEmbeddings(), max_concurrency=0))
+
+
 def test_cli_cascade_writes_records_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``match --inputs F --cascade``: records with the deciding judge, the report on stderr and as JSON."""
     import langchain_tag.local.models as models

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 import threading
 import time
@@ -493,6 +494,10 @@ def test_refuses_what_it_cannot_run(rules: list[Rule]) -> None:
         judge_with_ray(retriever, INPUTS)
     with pytest.raises(ValueError, match="not one string"):
         judge_with_ray(retriever, "one input", base_url="http://127.0.0.1:9/v1", model=MODEL)
+    with pytest.raises(ValueError, match=re.escape("max_concurrency must be a whole number >= 1, got 0")):
+        judge_with_ray(retriever, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL, max_concurrency=0)
+    with pytest.raises(ValueError, match=re.escape("max_attempts must be a whole number >= 1, got 0")):
+        judge_with_ray(retriever, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL, max_attempts=0)
 
 
 def test_a_decision_model_is_refused_with_where_it_runs(rules: list[Rule]) -> None:
