@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_tag.cli.options import positive_int, read_input
+from langchain_tag.ranges import MAX_CONCURRENCY
 
 __all__ = ["add_extract_command"]
 
@@ -48,7 +49,7 @@ def add_extract_command(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-concurrency",
-        type=positive_int,
+        type=MAX_CONCURRENCY.argument(),
         default=2,
         metavar="N",
         help="most model calls in flight at once (default: %(default)s)",

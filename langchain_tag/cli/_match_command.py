@@ -19,6 +19,7 @@ from langchain_tag.cli.options import (
     unit_float,
 )
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
+from langchain_tag.ranges import MAX_CONCURRENCY
 
 __all__ = ["add_match_command"]
 
@@ -83,7 +84,7 @@ def add_match_command(sub: Any, common: argparse.ArgumentParser) -> None:
     add_cache_options(p)
     p.add_argument(
         "--max-concurrency",
-        type=positive_int,
+        type=MAX_CONCURRENCY.argument(),
         default=4,
         metavar="N",
         help="most judgments (model calls) in flight at once (default: %(default)s); with --inputs, enough "

@@ -15,6 +15,7 @@ from langchain_tag.cli.options import (
     read_input,
     verdict_cache,
 )
+from langchain_tag.ranges import MAX_CONCURRENCY
 
 __all__ = ["add_run_command"]
 
@@ -36,7 +37,7 @@ def add_run_command(sub: Any, common: argparse.ArgumentParser) -> None:
     add_cache_options(p)
     p.add_argument(
         "--max-concurrency",
-        type=positive_int,
+        type=MAX_CONCURRENCY.argument(),
         default=4,
         metavar="N",
         help="most judgments (model calls) in flight at once (default: %(default)s)",

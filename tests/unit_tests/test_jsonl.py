@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from langchain_tag.jsonl import JsonLineError, json_lines
 
 
