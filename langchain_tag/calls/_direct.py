@@ -12,7 +12,8 @@ and the batch import use too).
 It wraps the ``openai`` extra: the call runner imports it only when a judge's model may be sent this way. It
 leans on private hooks of ``langchain-openai`` and ``openai`` (:data:`HOOKS`). Each is checked, present and of
 the shape used, when a judge is built (:meth:`DirectChat.of`); when any is missing or has changed, the judge sends
-through the runnable, and one debug line says why. Nothing else in the package touches them.
+through the runnable, and one warning says which (:func:`warn_fallback`, the decision judge's fast path says it
+alike). Nothing else in the package touches them.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from langchain_tag.calls.own_loop import job_async_client, may_remake
 from langchain_tag.calls.replies import read_completion
 from langchain_tag.errors import ParseError
 
-__all__ = ["HOOKS", "DirectChat", "raised_as_langchain_openai_raises", "takes"]
+__all__ = ["HOOKS", "DirectChat", "raised_as_langchain_openai_raises", "takes", "warn_fallback"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,15 @@ HOOKS = (
     "openai._base_client.make_request_options",
 )
 """The private hooks the direct path uses, checked when a judge is built."""
+
+
+def warn_fallback(log: logging.Logger, requests: str, way: str, hook: str) -> None:
+    """Say that ``requests`` take the slower or less careful ``way`` because a private ``hook`` changed.
+
+    The one wording and level of both fast paths (this module's and the decision judge's,
+    :mod:`langchain_tag.judging._openai_decisions`), logged by the caller's logger.
+    """
+    log.warning("%s go through %s: the private hook %s is missing or has changed", requests, way, hook)
 
 
 def takes(function: Any, *args: Any, **kwargs: Any) -> bool:
@@ -122,9 +132,7 @@ class DirectChat:
             return None
         missing = _missing_hook(llm)
         if missing is not None:
-            logger.debug(
-                "judge calls go through the runnable: langchain-openai's %s is missing or has changed", missing
-            )
+            warn_fallback(logger, "judge calls", "the runnable, with LangChain's per-call work around each", missing)
             return None
         return cls(llm, options)
 

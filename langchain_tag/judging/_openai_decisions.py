@@ -1,17 +1,20 @@
-"""``OpenAIDecisions`` requests sent as its ``invoke`` sends them, with the body read for answers given twice.
+"""``OpenAIDecisions`` requests sent through its own ``invoke``, with the body read for answers given twice.
 
 ``langchain-openai`` reads a Decisions API body into a ``DecisionResponse`` whose answers are a dict by question
 name: of two answers to one question it keeps the later, and the body is not kept. A judgment must not rest on an
 answer the service itself contradicted (the batch import refuses two different replies to one request for the same
-reason), so :class:`CheckedDecisions` sends a request as ``OpenAIDecisions.invoke`` does (one run for the caller's
-callbacks and tracing, the same payload, client, errors and usage record), finds the questions the body answered
-more than once, differently, and returns them beside the parsed response
-(:class:`~langchain_tag.judging.decision_interfaces.DecisionReply`).
+reason), so :class:`CheckedDecisions` sends each request with ``OpenAIDecisions.invoke`` itself (its run for the
+caller's callbacks and tracing, payload, errors and usage record), on a copy of the model whose client keeps the
+raw response it returns, finds the questions the body answered more than once, differently, and returns them
+beside the parsed response (:class:`~langchain_tag.judging.decision_interfaces.DecisionReply`).
 
 It wraps the ``openai`` extra: the decision judge imports it only when its model is an ``OpenAIDecisions``. It
-leans on private hooks of ``langchain-openai`` and ``langchain-core`` (:data:`HOOKS`), each checked present and of
-the shape used when a judge is built (:meth:`CheckedDecisions.of`). When any is missing or has changed, requests go
-through ``invoke``, where a repeated answer cannot be seen, and one warning says which hook.
+leans on two private hooks of ``langchain-openai`` (:data:`HOOKS`): the model makes its clients lazily, as
+``_client`` and ``_async_client``, and ``invoke`` posts through their ``post``. They are checked present and of
+the shape used when a judge is built (:meth:`CheckedDecisions.of`); when either is missing or has changed,
+requests go through ``invoke`` as it is, where a repeated answer cannot be seen, and one warning says which
+(:func:`~langchain_tag.calls._direct.warn_fallback`, as the chat judge's direct path says it). A request whose
+``invoke`` posted some other way is warned of alike, once.
 """
 
 from __future__ import annotations
@@ -19,18 +22,16 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import openai
-from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_openai.chat_models import base as chat_base
+from langchain_core.runnables import RunnableConfig
 from langchain_openai.decisions import OpenAIDecisions
-from langchain_openai.decisions import base as decisions_base
 
-from langchain_tag.calls._direct import raised_as_langchain_openai_raises, takes
+from langchain_tag.calls._direct import takes, warn_fallback
 from langchain_tag.judging.decision_interfaces import DecisionReply
 
 __all__ = ["HOOKS", "CheckedDecisions", "conflicts_in_body"]
@@ -42,46 +43,64 @@ _PATH = "/decisions"
 class beside its own ``httpx2`` one once ``httpx`` is loaded, as it is here."""
 
 HOOKS = (
-    "Runnable._call_with_config",
-    "Runnable._acall_with_config",
-    "OpenAIDecisions._traced_config",
-    "OpenAIDecisions._payload",
     "OpenAIDecisions._client.post",
     "OpenAIDecisions._async_client.post",
-    "OpenAIDecisions._record_usage",
-    "langchain_openai.decisions.base._parse_response",
-    "langchain_openai.chat_models.base._handle_openai_bad_request",
-    "langchain_openai.chat_models.base._handle_openai_api_error",
 )
 """The private hooks used, checked when a judge is built."""
+
+_FALLBACK = (
+    "decision requests",
+    "OpenAIDecisions.invoke as it is, which keeps the last of two answers to one question",
+)
+"""What falls back, and the way it then goes (:func:`~langchain_tag.calls._direct.warn_fallback`)."""
 
 
 def _missing_hook(model: OpenAIDecisions) -> str | None:
     """The first of :data:`HOOKS` that is missing or not of the shape used; ``None`` when all are usable."""
     post = {"body": {}, "cast_to": httpx.Response}
-    error = Exception("probe")
-    checks: tuple[tuple[str, Callable[[], bool]], ...] = (
-        (HOOKS[0], lambda: takes(getattr(model, "_call_with_config", None), len, {}, None, run_type="llm")),
-        (HOOKS[1], lambda: takes(getattr(model, "_acall_with_config", None), len, {}, None, run_type="llm")),
-        (HOOKS[2], lambda: takes(getattr(model, "_traced_config", None), None)),
-        (HOOKS[3], lambda: takes(getattr(model, "_payload", None), {})),
-        (HOOKS[4], lambda: _client_posts(model, "_client", openai.OpenAI, post)),
-        (HOOKS[5], lambda: _client_posts(model, "_async_client", openai.AsyncOpenAI, post)),
-        (HOOKS[6], lambda: takes(getattr(model, "_record_usage", None), None)),
-        (HOOKS[7], lambda: takes(getattr(decisions_base, "_parse_response", None), None)),
-        (HOOKS[8], lambda: takes(getattr(chat_base, "_handle_openai_bad_request", None), error)),
-        (HOOKS[9], lambda: takes(getattr(chat_base, "_handle_openai_api_error", None), error)),
-    )
-    return next((name for name, usable in checks if not usable()), None)
+    if not _client_posts(model, "_client", openai.OpenAI, post):
+        return HOOKS[0]
+    if not _client_posts(model, "_async_client", openai.AsyncOpenAI, post):
+        return HOOKS[1]
+    return None
 
 
 def _client_posts(model: OpenAIDecisions, name: str, client_type: type, post: dict[str, Any]) -> bool:
     """Whether the model makes its client (``name``) of ``client_type`` lazily, and that client's ``post`` fits.
 
     The class attribute is looked at, not the client: making it needs the API key in the form it is used in.
+    Made lazily (a ``cached_property``), a copy of the model can be given a client of its own.
     """
     made = inspect.getattr_static(type(model), name, None)
     return callable(getattr(made, "func", None)) and takes(getattr(client_type, "post", None), None, _PATH, **post)
+
+
+class _Kept:
+    """The model's client, but that its ``post`` keeps each response it returns (in :attr:`responses`)."""
+
+    def __init__(self, model: OpenAIDecisions, name: str) -> None:
+        self._model = model
+        self._name = name
+        self.responses: list[Any] = []
+
+    def post(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``post``, its response kept."""
+        response = getattr(self._model, self._name).post(*args, **kwargs)
+        self.responses.append(response)
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(getattr(self._model, self._name), name)
+
+
+class _AsyncKept(_Kept):
+    """:class:`_Kept` for the async client."""
+
+    async def post(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``post``, its response kept."""
+        response = await getattr(self._model, self._name).post(*args, **kwargs)
+        self.responses.append(response)
+        return response
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,8 @@ class CheckedDecisions:
     """
 
     model: OpenAIDecisions
+    _unseen: list[bool] = field(default_factory=list, compare=False, repr=False)
+    """Whether a request posted some other way was warned of (once)."""
 
     @classmethod
     def of(cls, model: Any) -> CheckedDecisions | None:
@@ -101,43 +122,34 @@ class CheckedDecisions:
             return None
         missing = _missing_hook(model)
         if missing is not None:
-            logger.warning(
-                "decision requests go through OpenAIDecisions.invoke, which keeps the last of two answers to one "
-                "question: langchain-openai's %s is missing or has changed",
-                missing,
-            )
+            warn_fallback(logger, *_FALLBACK, missing)
             return None
         return cls(model)
 
     def invoke(self, request: Any, config: RunnableConfig | None = None) -> DecisionReply:
-        """Send one request as ``OpenAIDecisions.invoke`` does; the parsed response and the conflicting answers."""
-        conflicts: dict[str, tuple[str, ...]] = {}
-
-        def decide(decision_request: Any) -> Any:
-            payload = self.model._payload(decision_request)
-            with raised_as_langchain_openai_raises():
-                response = self.model._client.post(_PATH, body=payload, cast_to=httpx.Response)
-            conflicts.update(conflicts_in_body(response))
-            return self.model._record_usage(decisions_base._parse_response(response))
-
-        model: Runnable[Any, Any] = self.model
-        found = model._call_with_config(decide, request, self.model._traced_config(config), run_type="llm")
-        return DecisionReply(response=found, conflicts=conflicts)
+        """Send one request with ``OpenAIDecisions.invoke``; the parsed response and the conflicting answers."""
+        kept = _Kept(self.model, "_client")
+        return self._reply(self._watched("_client", kept).invoke(request, config), kept)
 
     async def ainvoke(self, request: Any, config: RunnableConfig | None = None) -> DecisionReply:
         """Async twin of :meth:`invoke`."""
+        kept = _AsyncKept(self.model, "_async_client")
+        return self._reply(await self._watched("_async_client", kept).ainvoke(request, config), kept)
+
+    def _watched(self, name: str, kept: _Kept) -> OpenAIDecisions:
+        """A copy of the model whose client ``name`` is ``kept`` (the model's own client, made once, below it)."""
+        copy = self.model.model_copy()
+        copy.__dict__[name] = kept
+        return copy
+
+    def _reply(self, response: Any, kept: _Kept) -> DecisionReply:
+        if not kept.responses and not self._unseen:
+            self._unseen.append(True)
+            warn_fallback(logger, *_FALLBACK, HOOKS[isinstance(kept, _AsyncKept)])
         conflicts: dict[str, tuple[str, ...]] = {}
-
-        async def decide(decision_request: Any) -> Any:
-            payload = self.model._payload(decision_request)
-            with raised_as_langchain_openai_raises():
-                response = await self.model._async_client.post(_PATH, body=payload, cast_to=httpx.Response)
-            conflicts.update(conflicts_in_body(response))
-            return self.model._record_usage(decisions_base._parse_response(response))
-
-        model: Runnable[Any, Any] = self.model
-        found = await model._acall_with_config(decide, request, self.model._traced_config(config), run_type="llm")
-        return DecisionReply(response=found, conflicts=conflicts)
+        for raw in kept.responses:
+            conflicts.update(conflicts_in_body(raw))
+        return DecisionReply(response=response, conflicts=conflicts)
 
 
 def conflicts_in_body(response: Any) -> dict[str, tuple[str, ...]]:

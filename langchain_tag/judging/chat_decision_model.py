@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.callbacks import Callbacks
 from langchain_core.runnables import ensure_config
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, PrivateAttr, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self, override
 
+from langchain_tag import ranges
 from langchain_tag.calls.identity import model_identity
 from langchain_tag.calls.limits import CallLimits
 from langchain_tag.calls.runner import CallRunner, Request
@@ -31,7 +31,7 @@ from langchain_tag.judging.decision_interfaces import (
     Noul,
     Question,
     State,
-    noul_answer,
+    noul_answers,
     state_text,
     unsupported_questions,
 )
@@ -69,10 +69,21 @@ class ChatDecisionModel(BaseDecisionModel):
     cache: VerdictCache | None = None
     """Verdict cache: a question asked before about the same state costs no call; ``None`` (the default): none.
     Given to an :class:`~langchain_tag.retrievers.ApplicabilityRetriever`, the retriever's cache is the one used."""
-    max_concurrency: int = Field(default=8, ge=1)
+    max_concurrency: int = 8
     """Most questions in flight at once, unless the call's config says otherwise (``max_concurrency``)."""
-    max_attempts: int = Field(default=2, ge=1)
+    max_attempts: int = 2
     """Calls per question before it fails."""
+
+    _identity: tuple[Any, str] | None = PrivateAttr(default=None)
+    """The chat model whose identity (part of each cache key) was worked out, and that identity."""
+    _runner: tuple[tuple[int, int, int, int], CallRunner] | None = PrivateAttr(default=None)
+    """The runner of the last call, with what it was made of (the chat model's and cache's ids, attempts, limit;
+    the runner holds both objects, so their ids stay theirs)."""
+
+    @field_validator("max_concurrency", "max_attempts")
+    @classmethod
+    def _check_setting(cls, value: Any, info: ValidationInfo) -> Any:
+        return ranges.check(str(info.field_name), value)
 
     @model_validator(mode="after")
     def _name_the_model(self) -> Self:
@@ -87,41 +98,51 @@ class ChatDecisionModel(BaseDecisionModel):
 
     @override
     def _classify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
-        requests = self._requests(state, questions)
-        runner, callbacks = self._runner()
+        runner, requests, callbacks = self._plan(state, questions)
         return self._response(questions, runner.run(requests, callbacks=callbacks))
 
     @override
     async def _aclassify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
-        requests = self._requests(state, questions)
-        runner, callbacks = self._runner()
+        runner, requests, callbacks = self._plan(state, questions)
         return self._response(questions, await runner.arun(requests, callbacks=callbacks))
 
-    def _runner(self) -> tuple[CallRunner, Callbacks]:
-        """The call's runner and callbacks, from the config of the call (its chat calls are child runs of it)."""
-        config = ensure_config()
-        store = VerdictStore(self.cache) if self.cache is not None else None
-        limit = config.get("max_concurrency") or self.max_concurrency
-        runner = CallRunner(
-            configure_judge(self.llm),
-            model=self.llm,
-            limits=CallLimits(max_concurrency=limit, max_attempts=self.max_attempts),
-            store=store,
-        )
-        return runner, config.get("callbacks")
+    def _plan(self, state: State, questions: dict[str, Question]) -> tuple[CallRunner, list[Request[Reading]], Any]:
+        """The call's runner, one chat request per question, and the callbacks of the call's config.
 
-    def _requests(self, state: State, questions: dict[str, Question]) -> list[Request[Reading]]:
+        The runner is the last call's while the chat model, cache, attempts and concurrency limit (the config's
+        ``max_concurrency``, else the field) are the same; its chat calls are child runs of the call.
+        """
         refused = unsupported_questions(questions)
         if refused:
             raise ValueError(f"ChatDecisionModel answers Noul (yes/no) questions only; not: {', '.join(refused)}")
-        text, identity = state_text(state), model_identity(self.llm)
+        config = ensure_config()
+        limit = config.get("max_concurrency") or self.max_concurrency
+        made = (id(self.llm), id(self.cache), self.max_attempts, limit)
+        kept = self._runner
+        runner = kept[1] if kept is not None and kept[0] == made else None
+        if runner is None:
+            runner = CallRunner(
+                configure_judge(self.llm),
+                model=self.llm,
+                limits=CallLimits(max_concurrency=limit, max_attempts=self.max_attempts),
+                store=VerdictStore(self.cache) if self.cache is not None else None,
+            )
+            self._runner = (made, runner)
+        if self._identity is None or self._identity[0] is not self.llm:
+            self._identity = (self.llm, model_identity(self.llm))
+        text, identity = state_text(state), self._identity[1]
         requests = []
         for name, question in questions.items():
             assert isinstance(question, Noul)
-            criteria = question.criteria
+            asked, criteria = question.instructions, question.criteria
             yes, no = (_text(criteria.true), _text(criteria.false)) if criteria is not None else ("", "")
             pair = question_pair(
-                model=identity, query=text, name=name, question=_text(question.instructions), yes_means=yes, no_means=no
+                model=identity,
+                query=text,
+                name=name,
+                question=asked if isinstance(asked, str) else _text(asked),
+                yes_means=yes,
+                no_means=no,
             )
             requests.append(
                 Request(
@@ -134,7 +155,7 @@ class ChatDecisionModel(BaseDecisionModel):
                     metadata={"tag_question": name},
                 )
             )
-        return requests
+        return runner, requests, config.get("callbacks")
 
     def _response(self, questions: dict[str, Question], readings: list[Reading]) -> ClassifierResponse:
         failed = [(name, r) for name, r in zip(questions, readings, strict=True) if r.error is not None]
@@ -143,10 +164,12 @@ class ChatDecisionModel(BaseDecisionModel):
             raise ProviderError(
                 f"{len(failed)} of {len(questions)} questions got no verdict; first: {name!r}: {reading.error}"
             )
-        answers = {
-            name: noul_answer(r.p_yes if r.p_yes is not None else float(bool(r.word)))
-            for name, r in zip(questions, readings, strict=True)
-        }
+        answers = noul_answers(
+            {
+                name: r.p_yes if r.p_yes is not None else float(bool(r.word))
+                for name, r in zip(questions, readings, strict=True)
+            }
+        )
         usage = {
             "input_tokens": sum(r.prompt_tokens for r in readings),
             "output_tokens": sum(r.completion_tokens for r in readings),

@@ -42,10 +42,12 @@ __all__ = [
     "NoulAnswer",
     "Question",
     "State",
+    "answers_of",
     "conflicting_answers",
     "is_decision_model",
     "is_openai_decisions",
     "noul_answer",
+    "noul_answers",
     "probabilities",
     "question_request",
     "state_text",
@@ -113,6 +115,30 @@ def question_request(model: object, state: str, questions: Mapping[str, str]) ->
     return {"input": state, "questions": {name: predicate(instructions=text) for name, text in questions.items()}}
 
 
+def answers_of(response: object) -> tuple[dict[str, float], Mapping[str, tuple[str, ...]]]:
+    """A decision model's response read once: P(yes) per question name, and the questions answered differently.
+
+    The first is :func:`probabilities`, the second :func:`conflicting_answers`.
+
+    >>> answers_of(DecisionReply(ClassifierResponse(model="m", answers={"R1": noul_answer(0.75)})))
+    ({'R1': 0.75}, {})
+
+    Raises:
+        TypeError: When ``response`` is neither a ``ClassifierResponse`` nor a ``DecisionResponse`` (nor a
+            :class:`DecisionReply` of one).
+    """
+    conflicts: Mapping[str, tuple[str, ...]] = {}
+    if isinstance(response, DecisionReply):
+        conflicts = response.conflicts
+        response = response.response
+    if isinstance(response, ClassifierResponse):
+        return {name: answer.noul for name, answer in response.nouls.items()}, conflicts
+    predicates = getattr(response, "predicates", None)
+    if isinstance(predicates, Mapping):
+        return {str(name): float(answer.probability) for name, answer in predicates.items()}, conflicts
+    raise TypeError(f"not a decision model response: {type(response).__name__}")
+
+
 def probabilities(response: object) -> dict[str, float]:
     """P(yes) per question name from a decision model's response (questions refused or missing are absent).
 
@@ -120,14 +146,7 @@ def probabilities(response: object) -> dict[str, float]:
         TypeError: When ``response`` is neither a ``ClassifierResponse`` nor a ``DecisionResponse`` (nor a
             :class:`DecisionReply` of one).
     """
-    if isinstance(response, DecisionReply):
-        response = response.response
-    if isinstance(response, ClassifierResponse):
-        return {name: answer.noul for name, answer in response.nouls.items()}
-    predicates = getattr(response, "predicates", None)
-    if isinstance(predicates, Mapping):
-        return {str(name): float(answer.probability) for name, answer in predicates.items()}
-    raise TypeError(f"not a decision model response: {type(response).__name__}")
+    return answers_of(response)[0]
 
 
 def conflicting_answers(response: object) -> Mapping[str, tuple[str, ...]]:
@@ -172,3 +191,12 @@ def unsupported_questions(questions: Mapping[str, Question]) -> list[str]:
 def noul_answer(p_yes: float) -> NoulAnswer:
     """A ``Noul`` answer holding ``p_yes``."""
     return NoulAnswer(type="noul", noul=p_yes)
+
+
+def noul_answers(p_yes: Mapping[str, float]) -> dict[str, NoulAnswer]:
+    """A ``Noul`` answer per question name, each holding its P(yes) (:func:`noul_answer`).
+
+    >>> noul_answers({"R1": 0.25})["R1"].noul
+    0.25
+    """
+    return {name: NoulAnswer(type="noul", noul=p) for name, p in p_yes.items()}

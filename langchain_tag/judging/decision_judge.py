@@ -13,20 +13,16 @@ chat judge (:class:`~langchain_tag.judging.judge.Judge`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls.runner import CallRunner, Outcome, Request
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.decision_interfaces import (
-    conflicting_answers,
-    is_openai_decisions,
-    probabilities,
-    question_request,
-)
+from langchain_tag.judging.decision_interfaces import answers_of, is_openai_decisions, question_request
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.pairs import PairRequest, combine_halves
 from langchain_tag.judging.prompts import rule_question
@@ -40,10 +36,12 @@ DECISION_FORMAT = "decision-v1"
 """The reply format part of a decision judgment's cache key and scoring version (bump when the question wording
 built here changes)."""
 
-_Planned = tuple[
-    list[PairRequest], list[tuple[list[PairRequest], Request[Outcome[dict[str, Reading]]]]], dict[str, Reading]
-]
-"""One batch planned: its pair requests, the decision requests with the pairs each asks, and the cached verdicts."""
+_Asked = list[tuple[PairRequest, str, str]]
+"""Pair requests, each with its question's name (the rule id; ``not:`` before it for a negated half) and text."""
+
+_Planned = tuple[list[PairRequest], list[tuple[_Asked, Request[Outcome[dict[str, Reading]]]]], dict[str, Reading]]
+"""One batch planned: its pair requests, the decision requests with the questions each asks, and the cached
+verdicts."""
 
 NEGATED_PREFIX = "not:"
 """Question-name prefix of a contrast prompt's negated half (the statement half is named by the rule id)."""
@@ -80,6 +78,7 @@ class DecisionJudge(Judge):
             limits=self.settings.limits,
             gate=self.state.gate(self.settings.limits),
         )
+        self._store = VerdictStore(self.settings.cache) if self.settings.cache is not None else None
 
     @property
     def scoring_version(self) -> str:
@@ -92,76 +91,94 @@ class DecisionJudge(Judge):
 
     def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
         """One question per rule (and per negated half), each with its verdict-cache key; no chat messages."""
+        return [pair for pair, _, _ in self._asked(query, rules)]
+
+    def _asked(self, query: str, rules: Sequence[Rule]) -> _Asked:
+        """:meth:`requests`, each with its question's name and text."""
         halves = [(self.prompt, False)] + ([(self.prompt.negation, True)] if self.prompt.negation else [])
-        return [
-            PairRequest(
-                key=verdict_key(
+        asked: _Asked = []
+        for half, negated in halves:
+            for rule in rules:
+                text = instructions(half, rule)
+                key = verdict_key(
                     model=self.model_identity,
                     prompt_version=half.version,
                     verdict_format=DECISION_FORMAT,
                     query=query,
-                    rule_text=instructions(half, rule),
-                ),
-                rule_id=rule.rule_id,
-                prompt_version=half.version,
-                negated=negated,
-                messages=(),
-            )
-            for half, negated in halves
-            for rule in rules
-        ]
-
-    def _questions(self, query: str, rules: Sequence[Rule]) -> _Planned:
-        """The query's pair requests, the decision requests for the pairs the cache lacks, and their cached ones."""
-        pairs = self.requests(query, rules)
-        store = VerdictStore(self.settings.cache) if self.settings.cache is not None else None
-        cached = {p.key: found for p in pairs if store is not None and (found := store.get(p.key)) is not None}
-        texts = {
-            p.key: instructions(self.prompt.negation or self.prompt if p.negated else self.prompt, r)
-            for p, r in _with_rules(pairs, rules)
-        }
-        pending = list({p.key: p for p in pairs if p.key not in cached}.values())
-        calls: list[tuple[list[PairRequest], Request[Outcome[dict[str, Reading]]]]] = []
-        for start in range(0, len(pending), self.max_questions):
-            chunk = pending[start : start + self.max_questions]
-            questions = {_name(p): texts[p.key] for p in chunk}
-            calls.append(
-                (
-                    chunk,
-                    Request(
-                        messages=question_request(self.llm, query, questions),
-                        parse=_reader(chunk, store),
-                        blank=Outcome(),
-                        run_name=f"tag_judge {len(chunk)} questions",
-                        tags=["tag_judge"],
-                        metadata={"tag_rule_ids": [p.rule_id for p in chunk], "tag_predicate": self.prompt.name},
-                    ),
+                    rule_text=text,
                 )
-            )
-        return pairs, calls, cached
+                pair = PairRequest(
+                    key=key, rule_id=rule.rule_id, prompt_version=half.version, negated=negated, messages=()
+                )
+                asked.append((pair, f"{NEGATED_PREFIX}{rule.rule_id}" if negated else rule.rule_id, text))
+        return asked
+
+    def _plan_requests(self, batches: Sequence[Batch]) -> list[_Planned]:
+        """Each batch's pair requests, the decision requests for the pairs the cache lacks, and their cached ones."""
+        store = self._store
+        planned: list[_Planned] = []
+        for query, rules in batches:
+            asked = self._asked(query, rules)
+            cached = {
+                p.key: found for p, _, _ in asked if store is not None and (found := store.get(p.key)) is not None
+            }
+            pending = list({p.key: (p, name, text) for p, name, text in asked if p.key not in cached}.values())
+            calls: list[tuple[_Asked, Request[Outcome[dict[str, Reading]]]]] = []
+            for start in range(0, len(pending), self.max_questions):
+                chunk = pending[start : start + self.max_questions]
+                request: Request[Outcome[dict[str, Reading]]] = Request(
+                    messages=question_request(self.llm, query, {name: text for _, name, text in chunk}),
+                    parse=partial(_read, chunk, store),
+                    blank=Outcome(),
+                    run_name=f"tag_judge {len(chunk)} questions",
+                    tags=["tag_judge"],
+                    metadata={"tag_rule_ids": [p.rule_id for p, _, _ in chunk], "tag_predicate": self.prompt.name},
+                )
+                calls.append((chunk, request))
+            planned.append(([p for p, _, _ in asked], calls, cached))
+        return planned
 
     def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
-        planned = [self._questions(text, rules) for text, rules in batches]
+        planned = self._plan_requests(batches)
         outcomes = self.runner.run([c for _, calls, _ in planned for _, c in calls], callbacks=callbacks)
-        return _readings(planned, outcomes)
+        return _readings(planned, outcomes, self.prompt.negation is not None)
 
     async def _acall(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
-        planned = [self._questions(text, rules) for text, rules in batches]
+        planned = self._plan_requests(batches)
         outcomes = await self.runner.arun([c for _, calls, _ in planned for _, c in calls], callbacks=callbacks)
-        return _readings(planned, outcomes)
+        return _readings(planned, outcomes, self.prompt.negation is not None)
 
 
-def _readings(planned: Sequence[_Planned], outcomes: Sequence[Outcome[dict[str, Reading]]]) -> list[list[Reading]]:
-    """Each batch's readings, from the cache and from the answers (cached as they arrived)."""
+def _readings(
+    planned: Sequence[_Planned], outcomes: Sequence[Outcome[dict[str, Reading]]], halves: bool
+) -> list[list[Reading]]:
+    """Each batch's readings, from the cache and from the answers (cached as they arrived).
+
+    Every pair a request asked about gets a reading; its calls and tokens count on the first. A pair the
+    response left unanswered fails alone (its reply says so); a request that failed fails them all. With
+    ``halves`` (a contrast prompt), each rule's two halves become one reading.
+    """
     found: list[list[Reading]] = []
-    start = 0
+    outcome_of = iter(outcomes)
     for pairs, calls, cached in planned:
         answered: dict[str, Reading] = {}
-        for (chunk, _), outcome in zip(calls, outcomes[start : start + len(calls)], strict=True):
-            answered.update(_answers(chunk, outcome))
-        start += len(calls)
-        found.append(combine_halves(pairs, [replace(cached[p.key], cached=True) if p.key in cached
-                                            else answered[p.key] for p in pairs]))  # fmt: skip
+        for chunk, _ in calls:
+            outcome = next(outcome_of)
+            values = outcome.value if outcome.error is None and (outcome.cached or outcome.attempts > 0) else None
+            for i, (pair, name, _) in enumerate(chunk):
+                reading = values.get(pair.key) if values is not None else None
+                if reading is None and values is not None:
+                    reading = Reading(reply="no answer", error=f"the decision model gave no probability for {name}")
+                elif reading is None:
+                    reading = Reading(reply=outcome.reply, error=outcome.error)
+                answered[pair.key] = replace(
+                    reading,
+                    attempts=outcome.attempts if i == 0 else 0,
+                    prompt_tokens=outcome.prompt_tokens if i == 0 else 0,
+                    completion_tokens=outcome.completion_tokens if i == 0 else 0,
+                )
+        readings = [replace(cached[p.key], cached=True) if p.key in cached else answered[p.key] for p in pairs]
+        found.append(combine_halves(pairs, readings) if halves else readings)
     return found
 
 
@@ -174,72 +191,34 @@ def _sender(llm: Any) -> Any:
     return CheckedDecisions.of(llm) or llm
 
 
-def _with_rules(pairs: Sequence[PairRequest], rules: Sequence[Rule]) -> list[tuple[PairRequest, Rule]]:
-    by_id = {r.rule_id: r for r in rules}
-    return [(p, by_id[p.rule_id]) for p in pairs]
-
-
-def _name(pair: PairRequest) -> str:
-    return f"{NEGATED_PREFIX}{pair.rule_id}" if pair.negated else pair.rule_id
-
-
-def _reader(chunk: Sequence[PairRequest], store: VerdictStore | None) -> Callable[[Any], Outcome[dict[str, Reading]]]:
-    """Reads one decision response into a reading per answered pair key, caching each as it arrives.
+def _read(chunk: _Asked, store: VerdictStore | None, response: Any) -> Outcome[dict[str, Reading]]:
+    """One decision response read into a reading per answered pair key, each cached as it arrives.
 
     A question the response leaves out (or refused) gets no reading: that pair alone fails. A question its body
     answered more than once, differently, gets a failed reading naming the answers, as the batch import treats
     two replies to one request: neither is kept. A response with no usable answer fails the request, which the
     runner then retries.
     """
-
-    def read(response: Any) -> Outcome[dict[str, Reading]]:
-        found = probabilities(response)
-        conflicts = conflicting_answers(response)
-        readings: dict[str, Reading] = {}
-        for pair in chunk:
-            name = _name(pair)
-            if name in conflicts:
-                error = f"the decision model {_conflict(name, conflicts[name])}: neither is kept"
-                readings[pair.key] = Reading(reply="; ".join(conflicts[name]), error=error)
-            elif (p_yes := found.get(name)) is not None:
-                readings[pair.key] = Reading(p_yes=p_yes, word=p_yes >= 0.5, reply=f"P(yes)={p_yes:.6g}")
-        usable = {key: reading for key, reading in readings.items() if reading.error is None}
-        if not usable:
-            why = [_conflict(n, conflicts[n]) if n in conflicts else f"{n} not answered" for n in map(_name, chunk)]
-            more = f"; and {len(why) - 3} more" if len(why) > 3 else ""
-            raise ParseError(f"the decision model gave no usable answer: {'; '.join(why[:3])}{more}")
-        if store is not None:
-            for key, reading in usable.items():
-                store.put(key, reading)
-        return Outcome(value=readings)
-
-    return read
+    found, conflicts = answers_of(response)
+    readings: dict[str, Reading] = {}
+    for pair, name, _ in chunk:
+        if name in conflicts:
+            error = f"the decision model {_conflict(name, conflicts[name])}: neither is kept"
+            readings[pair.key] = Reading(reply="; ".join(conflicts[name]), error=error)
+        elif (p_yes := found.get(name)) is not None:
+            readings[pair.key] = Reading(p_yes=p_yes, word=p_yes >= 0.5, reply=f"P(yes)={p_yes:.6g}")
+    usable = {key: reading for key, reading in readings.items() if reading.error is None}
+    if not usable:
+        why = [_conflict(n, conflicts[n]) if n in conflicts else f"{n} not answered" for _, n, _ in chunk]
+        more = f"; and {len(why) - 3} more" if len(why) > 3 else ""
+        raise ParseError(f"the decision model gave no usable answer: {'; '.join(why[:3])}{more}")
+    if store is not None:
+        for key, reading in usable.items():
+            store.put(key, reading)
+    return Outcome(value=readings)
 
 
 def _conflict(name: str, answers: Sequence[str]) -> str:
     """A question answered more than once, differently: ``answered R1 twice, differently (P(yes)=0.9 and ...)``."""
     times = "twice" if len(answers) == 2 else f"{len(answers)} times"
     return f"answered {name} {times}, differently ({' and '.join(answers)})"
-
-
-def _answers(chunk: Sequence[PairRequest], outcome: Outcome[dict[str, Reading]]) -> dict[str, Reading]:
-    """The reading of every pair one request asked about; its calls and tokens count on the first.
-
-    A pair the response left unanswered fails alone (its reply says so); a request that failed fails them all.
-    """
-    answered = outcome.value if outcome.ok and outcome.value is not None else None
-    readings = {}
-    for i, pair in enumerate(chunk):
-        found = answered.get(pair.key) if answered is not None else None
-        if found is None and answered is not None:
-            found = Reading(reply="no answer", error=f"the decision model gave no probability for {_name(pair)}")
-        elif found is None:
-            found = Reading(reply=outcome.reply, error=outcome.error)
-        first = i == 0
-        readings[pair.key] = replace(
-            found,
-            attempts=outcome.attempts if first else 0,
-            prompt_tokens=outcome.prompt_tokens if first else 0,
-            completion_tokens=outcome.completion_tokens if first else 0,
-        )
-    return readings

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import httpx2
@@ -286,7 +287,7 @@ def test_a_private_hook_missing_or_changed_sends_through_the_runnable(
         found = ApplicabilityRetriever(llm=model, rules=rules, calibration=None, strict=True).invoke("q")
     assert sorted(d.id for d in found) == ["R-001", "R-004"]
     assert len(public) == len(rules) and endpoint.bodies == []
-    why = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and name in r.getMessage()]
+    why = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and name in r.getMessage()]
     assert len(why) == 1, [r.getMessage() for r in caplog.records]
 
 
@@ -299,3 +300,21 @@ def test_the_installed_langchain_openai_is_within_the_tested_bound_and_has_every
     assert declared and all(req.specifier.filter([version("langchain-openai")]) for req in declared)
     assert all("<" in str(req.specifier) for req in declared)  # an upper bound
     assert DirectChat.of(ChatOpenAI(model="m", api_key=SecretStr("k"))) is not None  # every hook usable here
+
+
+FALLBACK = re.compile(
+    r"^(judge calls|decision requests) go through .+: the private hook \S+ is missing or has changed$"
+)
+"""How both fast paths (this one and the decision judge's) say they fell back: one wording, at warning level."""
+
+
+def test_the_fallback_is_warned_as_the_decision_path_warns_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ChatOpenAI(model="m", api_key=SecretStr("sk-test"), base_url="http://127.0.0.1:9/v1")
+    monkeypatch.setattr(ChatOpenAI, "_use_responses_api", staticmethod(lambda: None))
+    with caplog.at_level("DEBUG", logger="langchain_tag"):
+        assert DirectChat.of(model) is None
+    said = [(r.levelname, r.name, r.getMessage()) for r in caplog.records]
+    assert len(said) == 1 and said[0][:2] == ("WARNING", "langchain_tag.calls._direct"), said
+    assert FALLBACK.match(said[0][2]) and "the private hook ChatOpenAI._use_responses_api is" in said[0][2], said

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from uuid import UUID
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.decisions import BaseDecisionModel, Choice, ClassifierResponse, Noul, NoulCriteria, Score
+from pydantic import ValidationError
 
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat_decision_model import ChatDecisionModel
 from langchain_tag.judging.results import JudgmentsFailedError
 from langchain_tag.judging.verdict_cache import InMemoryVerdictCache
+from langchain_tag.ranges import MAX_ATTEMPTS, MAX_CONCURRENCY, Range
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, fake_judge, judged_rule_id
@@ -183,3 +186,30 @@ def test_fake_judge_drives_it() -> None:
         predicate="applicability-contrast",
     )
     assert [d.id for d in contrast.invoke("anything")] == ["R3"]
+
+
+@pytest.mark.parametrize("setting", [MAX_CONCURRENCY, MAX_ATTEMPTS])
+@pytest.mark.parametrize("value", [0, -3])
+def test_a_setting_out_of_range_gets_the_one_message(setting: Range, value: int) -> None:
+    with pytest.raises(ValidationError, match=re.escape(setting.message(value))):
+        ChatDecisionModel(llm=FakeChatModel(respond=lambda p: "YES"), **{setting.name: value})
+
+
+def test_a_callers_max_concurrency_out_of_range_gets_the_one_message() -> None:
+    decisions = ChatDecisionModel(llm=FakeChatModel(respond=lambda p: "YES"))
+    with pytest.raises(ValueError, match=re.escape(MAX_CONCURRENCY.message(-1))):
+        decisions.invoke({"state": STATE, "questions": QUESTIONS}, config={"max_concurrency": -1})
+
+
+def test_a_call_follows_the_cache_and_the_limit_in_force_when_it_is_made() -> None:
+    chat = FakeChatModel(respond=lambda p: "YES" if "mark 1 " in p else "NO", delay=0.05)
+    first, second = InMemoryVerdictCache(), InMemoryVerdictCache()
+    decisions = ChatDecisionModel(llm=chat, cache=first)
+    questions = {f"q{i}": Noul(instructions=f"Is mark {i} there?") for i in range(6)}
+    decisions.invoke({"state": "one", "questions": questions}, config={"max_concurrency": 2})
+    assert chat.max_in_flight == 2
+    decisions.cache = second
+    decisions.invoke({"state": "one", "questions": questions}, config={"max_concurrency": 6})
+    assert chat.calls == 12 and chat.max_in_flight == 6
+    decisions.invoke({"state": "one", "questions": questions})
+    assert chat.calls == 12  # answered from the second cache

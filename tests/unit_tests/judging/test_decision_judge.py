@@ -581,11 +581,11 @@ async def test_the_callers_callbacks_see_each_request_as_invoke_shows_it(
 def test_a_changed_hook_sends_through_invoke_and_says_which(
     decisions_server: FakeDecisionsServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(OpenAIDecisions, "_payload", lambda self: {}, raising=True)  # no longer takes a request
+    monkeypatch.setattr(OpenAIDecisions, "_client", None)  # the client no longer made lazily
     with caplog.at_level("WARNING", logger="langchain_tag.judging._openai_decisions"):
         judge = DecisionJudge(openai_decisions(decisions_server), calibration=None)
     assert isinstance(judge.runner.llm, OpenAIDecisions)
-    assert "OpenAIDecisions._payload is missing or has changed" in caplog.text
+    assert "OpenAIDecisions._client.post is missing or has changed" in caplog.text
 
 
 @pytest.mark.enable_socket
