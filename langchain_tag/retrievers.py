@@ -27,7 +27,6 @@ from langchain_tag._calibrates import CalibratesFromExamples
 from langchain_tag._judge_fields import JudgeFields
 from langchain_tag._retriever_options import as_documents, refuse_unknown, stored_documents
 from langchain_tag.judging.chat import ChatRunnable
-from langchain_tag.judging.judge import Judge
 from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.judging.results import JudgmentsFailedError, MatchResult
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
@@ -240,13 +239,6 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
             kwargs["max_concurrency"] = limit
         return await super().ainvoke(input, config, **kwargs)
 
-    def _call_judge(self, k: int | None, threshold: float | None, max_concurrency: int | None) -> Judge:
-        """The judge of one call: the fields' settings with this call's options (both sides of a call share it)."""
-        if k is not None and k < 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        options = {"threshold": threshold, "max_concurrency": max_concurrency}
-        return self.judge_for(**{key: value for key, value in options.items() if value is not None})
-
     @override
     def _get_relevant_documents(
         self,
@@ -257,7 +249,10 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
-        judge = self._call_judge(k, threshold, max_concurrency)
+        if k is not None and k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        given = {"threshold": threshold, "max_concurrency": max_concurrency}  # this call's options, where given
+        judge = self.judge_for(**{key: value for key, value in given.items() if value is not None})
         rules = self.rules_for(query)
         try:
             result = self._last_match = judge.judge(query, rules, callbacks=run_manager.get_child())
@@ -278,7 +273,10 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
         threshold: float | None = None,
         max_concurrency: int | None = None,
     ) -> list[Document]:
-        judge = self._call_judge(k, threshold, max_concurrency)
+        if k is not None and k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        given = {"threshold": threshold, "max_concurrency": max_concurrency}  # this call's options, where given
+        judge = self.judge_for(**{key: value for key, value in given.items() if value is not None})
         rules = await self.arules_for(query)
         try:
             result = self._last_match = await judge.ajudge(query, rules, callbacks=run_manager.get_child())

@@ -31,7 +31,6 @@ from langchain_tag.judging.prompts import (
     VerdictFormat,
     fence_input,
     question_messages,
-    rule_question,
 )
 from langchain_tag.judging.results import Reading, contrast
 from langchain_tag.judging.verdict_cache import verdict_key
@@ -157,7 +156,13 @@ def render_questions(prompt: JudgePrompt, query: str, rules: Sequence[Rule], *, 
     """
     halves = [(prompt, False)] + ([(prompt.negation, True)] if prompt.negation is not None else [])
     return [
-        question_pair(model=model, query=query, name=rule.rule_id, question=rule_question(half, rule), negated=negated)
+        question_pair(
+            model=model,
+            query=query,
+            name=rule.rule_id,
+            question=f"{half.render_rule(rule)}\n{half.question}",
+            negated=negated,
+        )  # the question is rule_question(half, rule), written out: this runs for every rule
         for half, negated in halves
         for rule in rules
     ]

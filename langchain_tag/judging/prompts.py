@@ -300,5 +300,6 @@ def question_messages(state: str, question: str, yes_means: str = "", no_means: 
     criteria = "".join(
         f"\n{label}: {one_line(text)}" for label, text in (("YES means", yes_means), ("NO means", no_means)) if text
     )
-    user = f"INPUT:\n<<<\n{fence_input(state)}\n>>>{criteria}\n\nQUESTION: {one_line(question)} {TOKEN_REPLY}"
+    fenced = fence_input(state) if "<<<" in state or ">>>" in state else state  # nothing to escape: as it is
+    user = f"INPUT:\n<<<\n{fenced}\n>>>{criteria}\n\nQUESTION: {' '.join(question.split())} {TOKEN_REPLY}"
     return [{"role": "system", "content": _QUESTION_SYSTEM}, {"role": "user", "content": user}]

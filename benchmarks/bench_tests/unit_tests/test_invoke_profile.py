@@ -40,12 +40,7 @@ MOST_FUNCTIONS = 35
     [
         "chat",
         "decision",
-        pytest.param(
-            "chat-decision",
-            marks=pytest.mark.xfail(
-                strict=True, reason="38: the question rendering (judging/pairs.py, prompts.py) is not shortened yet"
-            ),
-        ),
+        "chat-decision",
         "chat-decision-invoke",
     ],
 )
