@@ -39,10 +39,9 @@ progress events, see :mod:`langchain_tag.app`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, get_args
+from collections.abc import Sequence
+from typing import Any
 
-from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -52,29 +51,20 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict, override
 
+from langchain_tag._mode_retrievers import MODES, Mode, check_mode, judged_retriever, make_retriever, unjudged
+from langchain_tag._pipeline_steps import PipelineSteps
 from langchain_tag.executors import ExecutorPrompt, UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.judging.chat import ChatRunnable
 from langchain_tag.judging.check_loop import CHECK_ROUNDS, CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import (
-    FAILED_EVENT,
-    FAILED_KEY,
-    P_YES_KEY,
-    PREDICATE_KEY,
-    SCORE_KEY,
-    VERDICT_KEY,
-    AllRulesRetriever,
     ApplicabilityRetriever,
-    RelevanceRetriever,
     verdict_documents,
 )
 from langchain_tag.rules import Rule, rule_documents
 
 __all__ = ["MODES", "Mode", "TagState", "build_tag_graph", "make_retriever"]
-
-Mode = Literal["tag", "relevance", "all_rules", "similarity", "none"]
-MODES: tuple[str, ...] = get_args(Mode)
 
 
 class TagState(TypedDict, total=False):
@@ -114,199 +104,6 @@ def _check_input(state: TagState) -> None:
     if not isinstance(text, str) or not text.strip():
         got = "no input" if text is None else f"input {text!r}"
         raise ValueError(f"the TAG graph needs the task input as text: invoke it with {{'input': '...'}} (got {got})")
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
-
-
-_VERDICT_KEYS = (VERDICT_KEY, PREDICATE_KEY, SCORE_KEY, P_YES_KEY, FAILED_KEY)
-
-
-def _unjudged(doc: Document) -> Document:
-    """A copy of a rule document without the verdict keys a retrieval added."""
-    metadata = {key: value for key, value in doc.metadata.items() if key not in _VERDICT_KEYS}
-    return Document(page_content=doc.page_content, metadata=metadata, id=doc.id)
-
-
-def _searchable(doc: Document) -> Document:
-    """A rule document whose ``page_content`` is the rule's name, condition and action, for a similarity index."""
-    text = Rule.from_document(doc).search_text()
-    return Document(page_content=text, metadata=dict(doc.metadata), id=doc.id)
-
-
-def _judged(
-    mode: str,
-    rules: Sequence[Document],
-    template: ApplicabilityRetriever | None,
-    judge_llm: ChatRunnable | None,
-) -> ApplicabilityRetriever:
-    """The ``tag`` or ``relevance`` retriever over ``rules``, with the settings of ``template`` when given."""
-    settings: dict[str, Any] = {}
-    if template is not None:
-        settings = {name: getattr(template, name) for name in type(template).model_fields if name != "rules"}
-    elif judge_llm is None:
-        raise ValueError(f"mode {mode!r} needs a judge model: pass retriever= or judge_llm=")
-    else:
-        settings["llm"] = judge_llm
-    if mode == "relevance":
-        settings.pop("reference_inputs", None)
-        settings["predicate"] = "relevance"
-        return RelevanceRetriever(rules=list(rules), **settings)
-    return ApplicabilityRetriever(rules=list(rules), **settings)
-
-
-def make_retriever(
-    mode: str,
-    *,
-    rules: Sequence[Document | Rule] = (),
-    retriever: ApplicabilityRetriever | None = None,
-    judge_llm: ChatRunnable | None = None,
-    documents: Sequence[Document] = (),
-    embeddings: Embeddings | None = None,
-    k: int = 10,
-) -> tuple[BaseRetriever | None, UnitKind]:
-    """The retriever of one mode and the kind of unit it returns: the single place modes are built.
-
-    Args:
-        mode: One of :data:`MODES`.
-        rules: Rule documents (``tag``, ``relevance``, ``all_rules``; and ``similarity`` when there are no source
-            documents, which then embeds each rule's name, condition and action).
-        retriever: A configured :class:`ApplicabilityRetriever`: the judged modes take its settings (judge
-            model, prompt, calibration, threshold, cache, ...) over ``rules``; ``relevance`` asks its
-            relevance question instead.
-        judge_llm: The judge, when no ``retriever`` is given (the judged modes then use the defaults).
-        documents: Source documents, chunked for ``similarity``.
-        embeddings: Embeddings for ``similarity``.
-        k: Top-k of ``similarity``.
-
-    Returns:
-        ``(retriever, unit_kind)``; the retriever is ``None`` for ``none`` and for a judged mode with no rules.
-
-    Raises:
-        ValueError: On an unknown mode, or a mode missing what it needs.
-        MissingExtraError: ``similarity`` without the ``chroma`` extra.
-    """
-    _check_mode(mode)
-    docs = rule_documents(rules) if rules else (rule_documents(retriever.rules) if retriever is not None else [])
-    if mode in ("tag", "relevance"):
-        if not docs:
-            if retriever is None and judge_llm is None:
-                raise ValueError(f"mode {mode!r} needs a judge model: pass retriever= or judge_llm=")
-            return None, "rules"
-        return _judged(mode, docs, retriever, judge_llm), "rules"
-    if mode == "all_rules":
-        return AllRulesRetriever(rules=list(docs)), "rules"
-    if mode == "similarity":
-        if embeddings is None:
-            raise ValueError(
-                "the similarity mode needs embeddings=: any LangChain Embeddings "
-                "(e.g. langchain_tag.local.get_embeddings() with the local extra, or OpenAIEmbeddings())"
-            )
-
-        from langchain_tag.integrations.similarity import similarity_retriever
-
-        source = list(documents) or [_searchable(doc) for doc in docs]
-        return similarity_retriever(source, embeddings, k=k, chunk=bool(documents)), (
-            "chunks" if documents else "rules"
-        )
-    return None, "none"
-
-
-StateT = TypeVar("StateT", bound=Mapping[str, Any])
-
-
-class PipelineSteps(Generic[StateT]):
-    """The pipeline's execute, check and route nodes, for every graph built on it.
-
-    :func:`build_tag_graph`'s graph runs them over :class:`TagState`; the served app's graph
-    (:mod:`langchain_tag.app`) runs the same nodes over its own state. What differs is a hook each: what the
-    executor gets (:meth:`_payload`) and which executor (:meth:`_executor`), the rules a revision is checked
-    against (:meth:`_to_check`) and by which judge (:meth:`_check_judge`), how the check is judged
-    (:meth:`_judge_check`: the app adds its progress events there), what the check adds to the state
-    (:meth:`_checked`), and the run's check loop (:meth:`_loop`). Every revision is checked and routed through
-    :class:`~langchain_tag.judging.check_loop.CheckLoop`.
-
-    The state keys the nodes read and write: ``input``, ``output`` (the revision), ``rounds`` (execute rounds
-    run) and ``remaining`` (what the last check found still holding).
-    """
-
-    # -- hooks
-    def _executor(self, state: StateT) -> Runnable[dict[str, Any], str]:
-        """The executor chain of this run."""
-        raise NotImplementedError
-
-    def _payload(self, state: StateT) -> dict[str, Any]:
-        """The executor's input (``input``, ``documents``, ``unit_kind``) for the next round."""
-        raise NotImplementedError
-
-    def _to_check(self, state: StateT) -> list[Rule]:
-        """The rules the revision is checked against (none: no check)."""
-        raise NotImplementedError
-
-    def _check_judge(self, state: StateT, rules: Sequence[Rule]) -> RevisionJudge:
-        """The judge of the check."""
-        raise NotImplementedError
-
-    def _loop(self, state: StateT) -> CheckLoop:
-        """The run's check loop (its ``check_rounds``)."""
-        raise NotImplementedError
-
-    def _checked(self, state: StateT, rules: Sequence[Rule], result: MatchResult) -> dict[str, Any]:
-        """The check's state update: ``remaining``, what still holds of ``rules`` by ``result``."""
-        raise NotImplementedError
-
-    def _judge_check(self, state: StateT, config: RunnableConfig, rules: Sequence[Rule]) -> MatchResult:
-        """Judge the revision against ``rules`` (the check loop's step), under the node's callbacks."""
-        judge = self._check_judge(state, rules)
-        return self._loop(state).check(judge, _revision(state), rules, callbacks=config.get("callbacks"))
-
-    async def _ajudge_check(self, state: StateT, config: RunnableConfig, rules: Sequence[Rule]) -> MatchResult:
-        """Async twin of :meth:`_judge_check`."""
-        judge = self._check_judge(state, rules)
-        return await self._loop(state).acheck(judge, _revision(state), rules, callbacks=config.get("callbacks"))
-
-    # -- execute
-    def execute(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
-        """Run the executor: the input and what it was given, or its last revision and the rules still holding."""
-        output = self._executor(state).invoke(self._payload(state), config)
-        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
-
-    async def aexecute(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
-        """Async twin of :meth:`execute`."""
-        output = await self._executor(state).ainvoke(self._payload(state), config)
-        return {"output": output, "rounds": (state.get("rounds") or 0) + 1}
-
-    # -- check
-    def check(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
-        """Judge the revision against the rules to check; a failed judgment is sent as ``tag_judgments_failed``."""
-        rules = self._to_check(state)
-        if not rules:
-            return self._checked(state, rules, MatchResult(query=_revision(state), predicate=""))
-        result = self._judge_check(state, config, rules)
-        if result.failed:
-            dispatch_custom_event(FAILED_EVENT, result.failure_event(), config=config)
-        return self._checked(state, rules, result)
-
-    async def acheck(self, state: StateT, config: RunnableConfig) -> dict[str, Any]:
-        """Async twin of :meth:`check`."""
-        rules = self._to_check(state)
-        if not rules:
-            return self._checked(state, rules, MatchResult(query=_revision(state), predicate=""))
-        result = await self._ajudge_check(state, config, rules)
-        if result.failed:
-            await adispatch_custom_event(FAILED_EVENT, result.failure_event(), config=config)
-        return self._checked(state, rules, result)
-
-    # -- route
-    def route(self, state: StateT) -> str:
-        """After a check: another execute round while rules remain and rounds are left, else the end."""
-        return "execute" if self._loop(state).again(state.get("remaining") or [], state.get("rounds") or 1) else END
-
-
-def _revision(state: Mapping[str, Any]) -> str:
-    return str(state.get("output") or "")
 
 
 class _Pipeline(PipelineSteps[TagState]):
@@ -392,11 +189,11 @@ class _Pipeline(PipelineSteps[TagState]):
             return make_retriever(mode, rules=rules)
         if not rules:
             return None, "rules"
-        return _judged(mode, rules, self.template, self.judge_llm), "rules"
+        return judged_retriever(mode, rules, self.template, self.judge_llm), "rules"
 
     def _mode(self, state: TagState, config: RunnableConfig) -> str:
         mode = state.get("mode") or (config.get("configurable") or {}).get("mode") or self.mode
-        _check_mode(mode)
+        check_mode(mode)
         return mode
 
     def _all_rules(self, state: TagState) -> list[Document]:
@@ -414,7 +211,7 @@ class _Pipeline(PipelineSteps[TagState]):
         checked: list[Document] = []
         if self.loop.rounds and (self.judge_given or (mode == "tag" and isinstance(retriever, ApplicabilityRetriever))):
             chosen = self._all_rules(state) if self.check_all_rules else (docs if kind == "rules" else [])
-            checked = [_unjudged(doc) for doc in chosen]
+            checked = [unjudged(doc) for doc in chosen]
         return {"retrieved": docs, "unit_kind": kind, "mode": None, "rounds": 0, "checked": checked, "remaining": []}
 
     def retrieve(self, state: TagState, config: RunnableConfig) -> dict[str, Any]:
@@ -455,7 +252,7 @@ class _Pipeline(PipelineSteps[TagState]):
         if built is not None and isinstance(built[0], ApplicabilityRetriever):
             return built[0].judge
         if self._checker is None:
-            self._checker = _judged("tag", state.get("checked") or [], None, self.judge_llm)
+            self._checker = judged_retriever("tag", state.get("checked") or [], None, self.judge_llm)
         return self._checker.judge
 
     @override
@@ -519,7 +316,7 @@ def build_tag_graph(
     Raises:
         ValueError: On an unknown mode, a negative ``check_rounds``, or nothing to take rules from.
     """
-    _check_mode(mode)
+    check_mode(mode)
     CHECK_ROUNDS.check(check_rounds)
     if rules is None and isinstance(retriever, ApplicabilityRetriever):
         rules = rule_documents(retriever.rules)

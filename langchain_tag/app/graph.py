@@ -15,9 +15,10 @@ settings LangGraph's runtime context (:class:`~langchain_tag.app.context.TagCont
   (``check_rounds``), the executor gets them and its revision again. The ``tag`` and ``relevance`` modes check.
 
 ``execute``, ``check`` and the route after it are :func:`~langchain_tag.graph.build_tag_graph`'s own steps
-(:class:`~langchain_tag.graph.PipelineSteps`, its check loop :class:`~langchain_tag.judging.check_loop.CheckLoop`)
-over this graph's state; the app adds the match, the review, the progress events and the run's context. A run
-builds its verdict cache, judge model, judges and executor once for its settings, whichever node asks first.
+(:class:`~langchain_tag._pipeline_steps.PipelineSteps`, its check loop
+:class:`~langchain_tag.judging.check_loop.CheckLoop`) over this graph's state; the app adds the match, the
+review, the progress events and the run's context. A run builds its verdict cache, judge model, judges and
+executor once for its settings, whichever node asks first.
 
 The thread's state records the run's settings and rules, so a run interrupted for review resumes with them,
 also in another process (any checkpointer; the SQLite one of ``langgraph-checkpoint-sqlite`` keeps it on disk).
@@ -43,6 +44,8 @@ from langgraph.types import interrupt
 from pydantic import ValidationError
 from typing_extensions import override
 
+from langchain_tag._mode_retrievers import make_retriever
+from langchain_tag._pipeline_steps import PipelineSteps
 from langchain_tag.app._run import RunResources
 from langchain_tag.app.context import RunSettings, TagContext, settings_from_context
 from langchain_tag.app.models import AppModels
@@ -50,7 +53,6 @@ from langchain_tag.app.progress import JudgingProgress
 from langchain_tag.app.review import ReviewError, apply_decision, review_request
 from langchain_tag.app.schemas import ReviewRequest, RuleRef, TagInput, TagOutput, rule_ref
 from langchain_tag.errors import RuleFileError, TagError
-from langchain_tag.graph import PipelineSteps, make_retriever
 from langchain_tag.judging.check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.rules import Rule, check_unique_rule_ids, load_rules
@@ -135,7 +137,8 @@ def _finished(progress: JudgingProgress, result: MatchResult) -> None:
 class _App(PipelineSteps[_AppState]):
     """The nodes: the pipeline's execute, check and route steps over the app's state, and the app's own.
 
-    The steps are :func:`~langchain_tag.graph.build_tag_graph`'s (:class:`~langchain_tag.graph.PipelineSteps`);
+    The steps are :func:`~langchain_tag.graph.build_tag_graph`'s
+    (:class:`~langchain_tag._pipeline_steps.PipelineSteps`);
     the app adds the match, the review and the progress events, over the resources a run's settings get once.
     """
 

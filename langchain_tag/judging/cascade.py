@@ -41,6 +41,7 @@ from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.judging.settings import JudgeSettings
+from langchain_tag.ranges import THRESHOLD
 from langchain_tag.rules import Rule
 
 __all__ = [
@@ -180,8 +181,7 @@ def choose_band(
         raise ValueError("choose_band needs at least one development pair")
     if not 0.0 <= target_agreement <= 1.0:
         raise ValueError(f"target_agreement must be within [0, 1], got {target_agreement}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+    THRESHOLD.check(threshold)
     n = len(cheap_scores)
     unscored = sum(1 for s in cheap_scores if s is None)
     scored = sorted((float(s), bool(v)) for s, v in zip(cheap_scores, strong_verdicts, strict=True) if s is not None)

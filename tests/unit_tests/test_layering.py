@@ -209,6 +209,8 @@ LAYERS = (
         "langchain_tag._calibrates",
         "langchain_tag._judge_fields",
         "langchain_tag.cascade_retriever",
+        "langchain_tag._mode_retrievers",
+        "langchain_tag._pipeline_steps",
         "langchain_tag.graph",
         "langchain_tag.integrations",
         "langchain_tag.agents",
