@@ -7,11 +7,11 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_tag.extraction.calls import CallFailure, PhaseUsage
-from langchain_tag.extraction.decomposition import AtomicUnit
-from langchain_tag.extraction.dedup import Relation
-from langchain_tag.extraction.span_detection import Span
-from langchain_tag.extraction.verification import DroppedRule
+from langchain_tag.extraction._calls import CallFailure, PhaseUsage
+from langchain_tag.extraction._decomposition import AtomicUnit
+from langchain_tag.extraction._dedup import Relation
+from langchain_tag.extraction._span_detection import Span
+from langchain_tag.extraction._verification import DroppedRule
 from langchain_tag.rules import Rule
 
 __all__ = ["ExtractionReport", "ExtractionResult"]

@@ -2,7 +2,7 @@
 
 Each row is one LLM call that returned a readable reply, keyed by a SHA-256
 over the model's identity, the extraction prompt version, the phase and the
-exact prompt messages. :class:`~langchain_tag.extraction.calls.PhaseCalls`
+exact prompt messages. :class:`~langchain_tag.extraction._calls.PhaseCalls`
 looks a call up before sending it and writes its reply as soon as it arrives,
 so killing the process loses at most the calls in flight, and running the
 same extraction again redoes none of the finished ones. Since a phase-1

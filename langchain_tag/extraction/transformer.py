@@ -1,6 +1,6 @@
 """``RuleDocumentTransformer``: loaded documents -> rule documents, via five phases.
 
-The five phases are sequenced by :class:`~langchain_tag.extraction.pipeline.ExtractionPipeline`, a generator
+The five phases are sequenced by :class:`~langchain_tag.extraction._pipeline.ExtractionPipeline`, a generator
 of call batches; :meth:`RuleDocumentTransformer.extract` drives it with blocking batches and
 :meth:`RuleDocumentTransformer.aextract` with async ones, so the sync and async paths cannot drift apart.
 """
@@ -17,8 +17,8 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import override
 
 from langchain_tag.calls.limits import CallLimits
-from langchain_tag.extraction.calls import PhaseCalls
-from langchain_tag.extraction.pipeline import ExtractionPipeline
+from langchain_tag.extraction._calls import PhaseCalls
+from langchain_tag.extraction._pipeline import ExtractionPipeline
 from langchain_tag.extraction.prompts import DEFAULT_TASK_INPUT
 from langchain_tag.extraction.report import ExtractionResult
 from langchain_tag.extraction.store import ExtractionStore, open_store
@@ -76,7 +76,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             labelled normative that has no modal, deontic or imperative
             wording and reads as a statement of fact, captions examples, or
             describes the document itself (its scope, layout or status)
-            (:mod:`langchain_tag.extraction.normativity`); each such veto is
+            (:mod:`langchain_tag.extraction._normativity`); each such veto is
             noted in the report.
 
     After :meth:`transform_documents`, ``last_result`` holds the full

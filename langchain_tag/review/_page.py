@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from langchain_tag.extraction.normativity import looks_declarative, normative_cue
+from langchain_tag.extraction._normativity import looks_declarative, normative_cue
 from langchain_tag.review._files import ReportView, VerdictRecord
 from langchain_tag.review._gold import score_gold
 from langchain_tag.review._spans import Piece, Placement, cut_document, place

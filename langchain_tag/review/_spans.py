@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from langchain_tag.extraction.alignment import align
+from langchain_tag.extraction._alignment import align
 
 __all__ = ["Piece", "Placement", "cut_document", "place"]
 

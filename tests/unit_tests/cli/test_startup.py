@@ -18,7 +18,7 @@ HEAVY = (
     "langchain_core.language_models",
     "langchain_tag.graph",
     "langchain_tag.executors",
-    "langchain_tag.extraction.calls",
+    "langchain_tag.extraction._calls",
 )
 
 
@@ -38,7 +38,7 @@ print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h +
     [
         "import langchain_tag.cli.main as m; m.build_parser()",
         "import langchain_tag.review",
-        "from langchain_tag.extraction.normativity import looks_declarative",
+        "from langchain_tag.extraction._normativity import looks_declarative",
     ],
 )
 def test_starting_loads_no_heavy_module(code: str) -> None:

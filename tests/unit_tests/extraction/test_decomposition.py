@@ -7,8 +7,8 @@ from langchain_core.documents import Document
 
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.extraction.decomposition import collect_units, may_need_split, parse_units
-from langchain_tag.extraction.span_detection import Span
+from langchain_tag.extraction._decomposition import collect_units, may_need_split, parse_units
+from langchain_tag.extraction._span_detection import Span
 from langchain_tag.testing import fake_extractor
 
 SPANS = [

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.extraction.dedup import Relation, apply_relations, collect_relations, merge_blockers, tag_groups
+from langchain_tag.extraction._dedup import Relation, apply_relations, collect_relations, merge_blockers, tag_groups
 from langchain_tag.rules import Rule
 
 

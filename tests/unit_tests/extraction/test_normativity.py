@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.extraction.normativity import (
+from langchain_tag.extraction._normativity import (
     describes_document,
     is_example_caption,
     looks_declarative,
     normative_cue,
     veto_uncued_labels,
 )
-from langchain_tag.extraction.span_detection import NORMATIVE_TYPES
+from langchain_tag.extraction._span_detection import NORMATIVE_TYPES
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.extraction.decomposition import AtomicUnit
-from langchain_tag.extraction.operationalisation import (
+from langchain_tag.extraction._decomposition import AtomicUnit
+from langchain_tag.extraction._operationalisation import (
     collect_rules,
     reads_as_instruction,
     strip_consequent,
@@ -137,7 +137,7 @@ def test_a_violation_copied_from_the_prompts_example_gets_no_rule() -> None:
     ],
 )
 def test_echoes_instructions(violation: str, statement: str, echo: bool) -> None:
-    from langchain_tag.extraction.operationalisation import echoes_instructions
+    from langchain_tag.extraction._operationalisation import echoes_instructions
 
     assert echoes_instructions(violation, statement) is echo
 

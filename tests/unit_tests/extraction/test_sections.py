@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.extraction.sections import split_paragraphs, split_sections
+from langchain_tag.extraction._sections import split_paragraphs, split_sections
 
 DOC = """Intro line before any heading.
 
@@ -100,7 +100,7 @@ Always name what you import.
 
 
 def _sentences(text: str) -> list[str]:
-    from langchain_tag.extraction.sections import split_sentences
+    from langchain_tag.extraction._sections import split_sentences
 
     return [text[a:b] for section in split_sections(text, document_id="d") for a, b in split_sentences(section)]
 
@@ -121,7 +121,7 @@ def test_code_examples_are_not_sentences_markdown() -> None:
 
 
 def test_code_regions_cover_the_code_and_keep_the_prose() -> None:
-    from langchain_tag.extraction.sections import code_regions
+    from langchain_tag.extraction._sections import code_regions
 
     regions = code_regions(RST_WITH_CODE)
     code = "".join(RST_WITH_CODE[a:b] for a, b in regions)

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from langchain_tag.errors import ParseError
-from langchain_tag.extraction.sections import Section, split_sentences
-from langchain_tag.extraction.span_detection import paragraph_spans, parse_labels, span_calls, spans_from_labels
+from langchain_tag.extraction._sections import Section, split_sentences
+from langchain_tag.extraction._span_detection import paragraph_spans, parse_labels, span_calls, spans_from_labels
 from langchain_tag.testing import prompt_text
 
 DOC = (

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from langchain_tag.extraction.span_detection import Span
-from langchain_tag.extraction.verification import find_source, independence_ratio, uncovered_spans, verify_faithfulness
+from langchain_tag.extraction._span_detection import Span
+from langchain_tag.extraction._verification import find_source, independence_ratio, uncovered_spans, verify_faithfulness
 from langchain_tag.rules import Rule
 
 DOC = (

@@ -11,9 +11,9 @@ from urllib.parse import unquote
 import pytest
 
 from langchain_tag.errors import MissingExtraError, RuleFileError, TagError
-from langchain_tag.extraction.dedup import Relation
+from langchain_tag.extraction._dedup import Relation
+from langchain_tag.extraction._span_detection import Span
 from langchain_tag.extraction.report import ExtractionReport
-from langchain_tag.extraction.span_detection import Span
 from langchain_tag.review import ReviewError, render_review
 from langchain_tag.rules import load_rules, save_rules
 

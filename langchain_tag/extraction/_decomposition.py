@@ -19,10 +19,10 @@ from typing import Any
 
 from langchain_tag.calls.replies import local_ids, parse_json_items, with_aliases
 from langchain_tag.errors import ParseError
-from langchain_tag.extraction.calls import Call
+from langchain_tag.extraction._calls import Call
+from langchain_tag.extraction._sections import Section, split_sentences
+from langchain_tag.extraction._span_detection import Span
 from langchain_tag.extraction.prompts import decomposition_messages
-from langchain_tag.extraction.sections import Section, split_sentences
-from langchain_tag.extraction.span_detection import Span
 
 __all__ = ["AtomicUnit", "collect_units", "decomposition_calls", "may_need_split", "parse_units", "unsplit_unit"]
 

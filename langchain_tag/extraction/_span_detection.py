@@ -1,6 +1,6 @@
 """Phase 1: normative span detection, one call per section.
 
-The section is cut into sentences (:func:`~langchain_tag.extraction.sections.split_sentences`)
+The section is cut into sentences (:func:`~langchain_tag.extraction._sections.split_sentences`)
 and the model labels each numbered sentence: one of the normative types, a
 continuation of the previous sentence's rule, or background. Consecutive
 sentences of one rule (a normative sentence and its continuations) form a
@@ -18,9 +18,9 @@ from typing import Any
 
 from langchain_tag.calls.replies import json_shape, parse_json_object
 from langchain_tag.errors import ParseError
-from langchain_tag.extraction.calls import Call
+from langchain_tag.extraction._calls import Call
+from langchain_tag.extraction._sections import Section, split_paragraphs
 from langchain_tag.extraction.prompts import DEFAULT_TASK_INPUT, SPAN_LABELS, span_detection_messages
-from langchain_tag.extraction.sections import Section, split_paragraphs
 
 __all__ = ["NORMATIVE_TYPES", "Span", "paragraph_spans", "parse_labels", "span_calls", "spans_from_labels"]
 

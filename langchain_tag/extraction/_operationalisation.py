@@ -16,8 +16,8 @@ from typing import Any
 
 from langchain_tag.calls.replies import local_ids, parse_json_items, with_aliases
 from langchain_tag.errors import ParseError
-from langchain_tag.extraction.calls import Call
-from langchain_tag.extraction.decomposition import AtomicUnit
+from langchain_tag.extraction._calls import Call
+from langchain_tag.extraction._decomposition import AtomicUnit
 from langchain_tag.extraction.prompts import operationalisation_instructions, operationalisation_messages
 
 __all__ = [

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from langchain_tag.extraction.alignment import align
-from langchain_tag.extraction.span_detection import Span
+from langchain_tag.extraction._alignment import align
+from langchain_tag.extraction._span_detection import Span
 from langchain_tag.rules import Rule
 
 __all__ = ["DroppedRule", "find_source", "independence_ratio", "uncovered_spans", "verify_faithfulness"]

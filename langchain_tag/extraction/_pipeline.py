@@ -17,37 +17,37 @@ from typing import Any, Protocol
 
 from langchain_core.documents import Document
 
-from langchain_tag.extraction.calls import Call, PhaseCalls
-from langchain_tag.extraction.decomposition import (
+from langchain_tag.extraction._calls import Call, PhaseCalls
+from langchain_tag.extraction._decomposition import (
     AtomicUnit,
     collect_units,
     decomposition_calls,
     may_need_split,
     unsplit_unit,
 )
-from langchain_tag.extraction.dedup import apply_relations, collect_relations, dedup_calls, tag_groups
-from langchain_tag.extraction.normativity import veto_uncued_labels
-from langchain_tag.extraction.operationalisation import (
+from langchain_tag.extraction._dedup import apply_relations, collect_relations, dedup_calls, tag_groups
+from langchain_tag.extraction._normativity import veto_uncued_labels
+from langchain_tag.extraction._operationalisation import (
     RuleDraft,
     collect_rules,
     operationalisation_calls,
     reads_as_instruction,
     unoperationalised_draft,
 )
-from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
-from langchain_tag.extraction.sections import Section, split_sections, split_sentences
-from langchain_tag.extraction.span_detection import (
+from langchain_tag.extraction._sections import Section, split_sections, split_sentences
+from langchain_tag.extraction._span_detection import (
     NORMATIVE_TYPES,
     Span,
     paragraph_spans,
     span_calls,
     spans_from_labels,
 )
-from langchain_tag.extraction.verification import (
+from langchain_tag.extraction._verification import (
     independence_ratio,
     uncovered_spans,
     verify_faithfulness,
 )
+from langchain_tag.extraction.report import ExtractionReport, ExtractionResult
 from langchain_tag.rules import Rule
 
 
