@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from langchain_tag.judging.calibration._scorer import LabelledFit
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.calibration.model import Method as CalibrationMethod
-from langchain_tag.judging.calibration.scorer import LabelledFit
 from langchain_tag.judging.judge import Judge
 from langchain_tag.rules import Rule
 

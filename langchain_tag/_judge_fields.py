@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
+from langchain_tag.judging._context_window import CONTEXT_TOKENS_ENV
+from langchain_tag.judging._model_judge import judge_for_model
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.chat import ChatRunnable
-from langchain_tag.judging.context_window import CONTEXT_TOKENS_ENV
 from langchain_tag.judging.decision_interfaces import BaseDecisionModel
 from langchain_tag.judging.judge import Judge, JudgeState
-from langchain_tag.judging.model_judge import judge_for_model
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat
 from langchain_tag.judging.settings import JudgeSettings
 from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, VerdictCache
@@ -47,7 +47,7 @@ class JudgeFields(BaseModel):
     threshold: float | None = None
     """Calibrated score needed for YES; ``None`` takes the calibration's threshold, else 0.5."""
     calibration: Calibration | Literal["default"] | None = "default"
-    """Raw P(YES) to calibrated score (:mod:`langchain_tag.judging.calibration.scorer`): ``"default"`` (the shipped
+    """Raw P(YES) to calibrated score (:mod:`langchain_tag.judging.calibration._scorer`): ``"default"`` (the shipped
     calibration of the judge's model family and prompt; raw P(YES) without one), a ``Calibration``, or ``None``."""
     max_concurrency: int = 8
     """Most judgments in flight at once."""

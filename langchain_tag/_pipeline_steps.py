@@ -9,7 +9,7 @@ from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_cu
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import END
 
-from langchain_tag.judging.check_loop import CheckLoop, RevisionJudge
+from langchain_tag.judging._check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import (
     FAILED_EVENT,
@@ -31,7 +31,7 @@ class PipelineSteps(Generic[StateT]):
     against (:meth:`_to_check`) and by which judge (:meth:`_check_judge`), how the check is judged
     (:meth:`_judge_check`: the app adds its progress events there), what the check adds to the state
     (:meth:`_checked`), and the run's check loop (:meth:`_loop`). Every revision is checked and routed through
-    :class:`~langchain_tag.judging.check_loop.CheckLoop`.
+    :class:`~langchain_tag.judging._check_loop.CheckLoop`.
 
     The state keys the nodes read and write: ``input``, ``output`` (the revision), ``rounds`` (execute rounds
     run) and ``remaining`` (what the last check found still holding).

@@ -55,8 +55,8 @@ from langchain_tag._mode_retrievers import MODES, Mode, check_mode, judged_retri
 from langchain_tag._pipeline_steps import PipelineSteps
 from langchain_tag.executors import ExecutorPrompt, UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
+from langchain_tag.judging._check_loop import CHECK_ROUNDS, CheckLoop, RevisionJudge
 from langchain_tag.judging.chat import ChatRunnable
-from langchain_tag.judging.check_loop import CHECK_ROUNDS, CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.retrievers import (
     ApplicabilityRetriever,

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_tag.judging._logodds import sigmoid
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.cascade import Band, cascade_decisions, choose_band
-from langchain_tag.judging.logodds import sigmoid
 from langchain_tag.rules import load_rules
 from langchain_tag_bench.quality import (
     FITTED_FILE,

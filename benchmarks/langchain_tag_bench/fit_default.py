@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_tag.judging._logodds import sigmoid
 from langchain_tag.judging.calibration.model import Calibration, fit_calibration
-from langchain_tag.judging.logodds import sigmoid
 from langchain_tag.rules import load_rules
 from langchain_tag_bench.quality import (
     RECORDS_FILE,

@@ -68,9 +68,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from langchain_tag.errors import ParseError
+from langchain_tag.judging._read import read_message
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.prompts import JUDGE_PROMPTS
-from langchain_tag.judging.read import read_message
 from langchain_tag.local.server import read_metrics
 from langchain_tag.rules import Rule
 from langchain_tag_bench.data import default_data_path

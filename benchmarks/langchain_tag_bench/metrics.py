@@ -25,7 +25,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tag.calls.replies import parse_json_object
+from langchain_tag.calls._replies import parse_json_object
 from langchain_tag.errors import ParseError
 
 __all__ = [

@@ -40,7 +40,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from rapidfuzz import fuzz
 
-from langchain_tag.calls.replies import message_text, parse_json_object
+from langchain_tag.calls._replies import message_text, parse_json_object
 from langchain_tag.errors import ParseError
 from langchain_tag_bench.data import BenchDataError
 from langchain_tag_bench.prompts import npov_judge_messages
@@ -441,7 +441,7 @@ def parse_judge_reply(reply: str) -> dict[str, Any]:
     """Read a judge reply into ``violation_fixed``, the four scores and ``reason``.
 
     Accepts fenced, embedded or slightly malformed JSON (via
-    :func:`~langchain_tag.calls.replies.parse_json_object`), booleans written as
+    :func:`~langchain_tag.calls._replies.parse_json_object`), booleans written as
     ``"true"``/``"yes"``/``1``, and scores written as strings (``"4"``,
     ``"4/5"``); scores are rounded and clamped to 1..5. Keys are matched
     case-insensitively.

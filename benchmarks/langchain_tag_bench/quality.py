@@ -49,7 +49,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.vectorstores import VectorStore
 
-from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls._identity import model_identity
+from langchain_tag.judging._logodds import sigmoid
 from langchain_tag.judging.calibration.defaults import MIN_DOMAIN_REFERENCES, TYPICAL_INPUTS
 from langchain_tag.judging.calibration.model import (
     Calibration,
@@ -57,7 +58,6 @@ from langchain_tag.judging.calibration.model import (
     expected_calibration_error,
     fit_calibration,
 )
-from langchain_tag.judging.logodds import sigmoid
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, load_rules, save_rules
 from langchain_tag_bench.data import BenchDataError, read_json

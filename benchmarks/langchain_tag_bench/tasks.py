@@ -34,7 +34,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
-from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls._identity import model_identity
 from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.rules import Rule, load_rules, save_rules
 from langchain_tag_bench.prompts import BENCH_EXECUTOR_PROMPTS, BENCH_JUDGE_PROMPTS, NBA_FIELDS

@@ -14,14 +14,14 @@ from langchain_core.messages import HumanMessage
 
 from langchain_tag.agents._inputs import CHECK_MESSAGE_NAME
 from langchain_tag.agents._state import CheckReading, RuleMatch
-from langchain_tag.judging.check_loop import CheckLoop
+from langchain_tag.judging._check_loop import CheckLoop
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
 __all__ = ["CHECK_LOOP", "DEFAULT_CHECK_NOTE", "check_rules", "reading", "revision_request"]
 
 CHECK_LOOP = CheckLoop(rounds=1)
-"""The middleware's check loop: the package's one (:mod:`langchain_tag.judging.check_loop`), one revision per input."""
+"""The middleware's check loop: the package's one (:mod:`langchain_tag.judging._check_loop`), one revision per input."""
 
 DEFAULT_CHECK_NOTE = (
     "on the project's code-review benchmark, the embedded 1.5B judge's readings of revised code agreed with ruff "

@@ -30,7 +30,7 @@ from typing_extensions import TypedDict
 from langchain_tag.errors import TagError
 from langchain_tag.executors import EXECUTOR_PROMPTS
 from langchain_tag.graph import MODES, Mode
-from langchain_tag.judging.check_loop import CHECK_ROUNDS
+from langchain_tag.judging._check_loop import CHECK_ROUNDS
 from langchain_tag.ranges import THRESHOLD, Range
 
 __all__ = ["RULE_SETS", "ContextError", "RunSettings", "TagContext", "settings_from_context"]

@@ -16,7 +16,7 @@ settings LangGraph's runtime context (:class:`~langchain_tag.app.context.TagCont
 
 ``execute``, ``check`` and the route after it are :func:`~langchain_tag.graph.build_tag_graph`'s own steps
 (:class:`~langchain_tag._pipeline_steps.PipelineSteps`, its check loop
-:class:`~langchain_tag.judging.check_loop.CheckLoop`) over this graph's state; the app adds the match, the
+:class:`~langchain_tag.judging._check_loop.CheckLoop`) over this graph's state; the app adds the match, the
 review, the progress events and the run's context. A run builds its verdict cache, judge model, judges and
 executor once for its settings, whichever node asks first.
 
@@ -53,7 +53,7 @@ from langchain_tag.app.progress import JudgingProgress
 from langchain_tag.app.review import ReviewError, apply_decision, review_request
 from langchain_tag.app.schemas import ReviewRequest, RuleRef, TagInput, TagOutput, rule_ref
 from langchain_tag.errors import RuleFileError, TagError
-from langchain_tag.judging.check_loop import CheckLoop, RevisionJudge
+from langchain_tag.judging._check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.rules import Rule, check_unique_rule_ids, load_rules
 

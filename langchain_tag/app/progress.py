@@ -3,7 +3,7 @@
 While the judge works through a run's rules, the graph writes ``{"event": "tag_progress", ...}`` events: one
 before the first reply, one per reply as it arrives, and a last one when the stage is done. Each says how many
 rules of the total were judged and how many matched so far: the replies that said YES (as the judge's one
-reader, :mod:`langchain_tag.judging.read`, reads them) until the last event,
+reader, :mod:`langchain_tag.judging._read`, reads them) until the last event,
 which gives the calibrated count (the threshold applies to the calibrated score, known only once all
 judgments are in) and names the rules whose judgment failed (counted as NO). Verdicts from the verdict
 cache make no call; the last event counts them.
@@ -28,9 +28,9 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from langchain_tag.calls.runner import ReplyCounter
+from langchain_tag.calls._runner import ReplyCounter
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.read import read_message
+from langchain_tag.judging._read import read_message
 
 __all__ = ["PROGRESS_EVENT", "JudgingProgress", "Stage"]
 
@@ -41,7 +41,7 @@ Stage = Literal["match", "check"]
 
 
 def _says_yes(response: LLMResult) -> bool:
-    """Whether a reply says YES, as the judge reads it (:func:`~langchain_tag.judging.read.read_message`).
+    """Whether a reply says YES, as the judge reads it (:func:`~langchain_tag.judging._read.read_message`).
 
     A reply the judge cannot read is no YES (the judgment is retried or fails, and counts as NO).
     """

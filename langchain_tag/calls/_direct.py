@@ -6,7 +6,7 @@ For a corpus of judgments that is most of the time. When nothing would observe a
 handler but the package's own reply counters, no LLM cache, no rate limiter) and the call is a plain chat
 completion, :class:`DirectChat` sends the payload ``ChatOpenAI`` itself would build, through the client it holds
 (its base URL, key, headers, timeout and retries), turns faults into the same exceptions and reads the body
-with the package's one chat-completions reader (:func:`~langchain_tag.calls.replies.read_completion`, which Ray
+with the package's one chat-completions reader (:func:`~langchain_tag.calls._replies.read_completion`, which Ray
 and the batch import use too).
 
 It wraps the ``openai`` extra: the call runner imports it only when a judge's model may be sent this way. It
@@ -36,8 +36,8 @@ from langchain_core.runnables import RunnableBinding
 from langchain_openai import ChatOpenAI
 from langchain_openai.chat_models import base
 
-from langchain_tag.calls.own_loop import job_async_client, may_remake
-from langchain_tag.calls.replies import read_completion
+from langchain_tag.calls._own_loop import job_async_client, may_remake
+from langchain_tag.calls._replies import read_completion
 from langchain_tag.errors import ParseError
 
 __all__ = ["HOOKS", "DirectChat", "raised_as_langchain_openai_raises", "takes", "warn_fallback"]
@@ -197,7 +197,7 @@ class DirectChat:
         """Whether a sync job may send these calls from an event loop of its own, with a private HTTP client.
 
         Only where the job can make that client as the model's was made
-        (:func:`~langchain_tag.calls.own_loop.may_remake`): a client you gave is used only as you gave it.
+        (:func:`~langchain_tag.calls._own_loop.may_remake`): a client you gave is used only as you gave it.
         """
         return may_remake(self.model)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import NoReturn
 
-from langchain_tag.calls.identity import redact_urls
+from langchain_tag.calls._identity import redact_urls
 
 __all__ = [
     "EXIT_INTERRUPTED",

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from typing_extensions import override
 
 from langchain_tag import __version__
-from langchain_tag.calls.identity import install_redaction
+from langchain_tag.calls._identity import install_redaction
 from langchain_tag.cli._demo_command import add_demo_command
 from langchain_tag.cli._extract_command import add_extract_command
 from langchain_tag.cli._match_command import add_match_command
@@ -99,7 +99,7 @@ def configure_logging(debug: bool) -> None:
     """Log warnings (with ``--debug``, everything) to stderr, credentials in URLs masked in every record.
 
     ``--debug`` lets the HTTP clients' INFO logs through (``httpx``, ``openai``), which print each
-    request's URL; :func:`~langchain_tag.calls.identity.install_redaction` masks a base URL's
+    request's URL; :func:`~langchain_tag.calls._identity.install_redaction` masks a base URL's
     ``user:pass@`` and ``?api-key=...`` in them, and in every other record, at the root handlers.
     """
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

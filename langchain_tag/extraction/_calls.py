@@ -2,11 +2,11 @@
 
 A :class:`Call` pairs a prompt with the parser for its reply. The
 :class:`PhaseCalls` hands the calls to the package's one call runner
-(:class:`langchain_tag.calls.runner.CallRunner`), which looks each call up in the
+(:class:`langchain_tag.calls._runner.CallRunner`), which looks each call up in the
 extraction store (if it has one), sends the rest with bounded concurrency,
 writes each readable reply to the store as soon as it arrives, and retries a
 call whose reply fails to parse or whose request raises (see
-:mod:`langchain_tag.calls.faults` for which layer retries which fault). Here the
+:mod:`langchain_tag.calls._faults` for which layer retries which fault). Here the
 usage is accounted per phase and what still fails is recorded instead of
 raised. When the
 provider cannot be used at all (every call so far in the run raised) it
@@ -25,12 +25,12 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_tag.calls.faults import describe_error
-from langchain_tag.calls.identity import describe_model, model_identity
-from langchain_tag.calls.limits import CallLimits
-from langchain_tag.calls.replies import message_text
-from langchain_tag.calls.runner import CallRunner, Outcome, Request
-from langchain_tag.calls.secrets import secrets_of
+from langchain_tag.calls._faults import describe_error
+from langchain_tag.calls._identity import describe_model, model_identity
+from langchain_tag.calls._limits import CallLimits
+from langchain_tag.calls._replies import message_text
+from langchain_tag.calls._runner import CallRunner, Outcome, Request
+from langchain_tag.calls._secrets import secrets_of
 from langchain_tag.errors import ParseError, ProviderError
 from langchain_tag.extraction.store import ExtractionStore, StoredReply, call_key
 
@@ -118,12 +118,12 @@ class _StoreAdapter:
 
 @dataclass
 class PhaseCalls:
-    """Send extraction calls through the shared :class:`~langchain_tag.calls.runner.CallRunner`, reusing stored replies.
+    """Send extraction calls through the shared :class:`~langchain_tag.calls._runner.CallRunner`, reusing replies.
 
     Attributes:
         llm: The extraction model.
         limits: Calls in flight, attempts per call, the backoff before a resend
-            (:class:`~langchain_tag.calls.limits.CallLimits`).
+            (:class:`~langchain_tag.calls._limits.CallLimits`).
         show_progress: ``True``/``False``, or ``None`` for "only on a TTY".
         callbacks: Passed to every call.
         store: Finished calls from earlier runs; new readable replies are added.

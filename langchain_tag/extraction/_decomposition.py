@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tag.calls.replies import local_ids, parse_json_items, with_aliases
+from langchain_tag.calls._replies import local_ids, parse_json_items, with_aliases
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction._calls import Call
 from langchain_tag.extraction._sections import Section, split_sentences

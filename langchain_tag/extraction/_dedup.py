@@ -31,7 +31,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from langchain_tag.calls.replies import local_ids, parse_json_items, with_aliases
+from langchain_tag.calls._replies import local_ids, parse_json_items, with_aliases
 from langchain_tag.extraction._calls import Call
 from langchain_tag.extraction.prompts import dedup_messages
 from langchain_tag.rules import Rule

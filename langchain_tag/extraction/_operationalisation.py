@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_tag.calls.replies import local_ids, parse_json_items, with_aliases
+from langchain_tag.calls._replies import local_ids, parse_json_items, with_aliases
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction._calls import Call
 from langchain_tag.extraction._decomposition import AtomicUnit

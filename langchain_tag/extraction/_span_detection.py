@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tag.calls.replies import json_shape, parse_json_object
+from langchain_tag.calls._replies import json_shape, parse_json_object
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction._calls import Call
 from langchain_tag.extraction._sections import Section, split_paragraphs

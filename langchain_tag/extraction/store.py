@@ -24,7 +24,7 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
-from langchain_tag.calls.sqlite_file import SQLiteFile
+from langchain_tag.calls._sqlite_file import SQLiteFile
 from langchain_tag.extraction.prompts import PHASE_PROMPT_VERSIONS
 
 __all__ = ["ExtractionStore", "StoredReply", "call_key", "open_store"]
@@ -44,7 +44,7 @@ def call_key(*, model: str, phase: int, messages: Sequence[BaseMessage], prompt_
 
     Args:
         model: The extraction model's identity
-            (:func:`~langchain_tag.calls.identity.model_identity`).
+            (:func:`~langchain_tag.calls._identity.model_identity`).
         phase: The phase number.
         messages: The exact prompt.
         prompt_version: The phase prompt's version (default: the phase's

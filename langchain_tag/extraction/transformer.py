@@ -16,7 +16,7 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import override
 
-from langchain_tag.calls.limits import CallLimits
+from langchain_tag.calls._limits import CallLimits
 from langchain_tag.extraction._calls import PhaseCalls
 from langchain_tag.extraction._pipeline import ExtractionPipeline
 from langchain_tag.extraction.prompts import DEFAULT_TASK_INPUT
@@ -71,7 +71,7 @@ class RuleDocumentTransformer(BaseDocumentTransformer):
             again (plus the phase-4 calls of the tag groups its rules join).
         retry_backoff: Base delay (seconds, exponential, with jitter) before
             resending requests that raised, when the model's own client does
-            not retry them (see :mod:`langchain_tag.calls.faults`).
+            not retry them (see :mod:`langchain_tag.calls._faults`).
         check_normativity: After phase 1, read as background every sentence
             labelled normative that has no modal, deontic or imperative
             wording and reads as a statement of fact, captions examples, or

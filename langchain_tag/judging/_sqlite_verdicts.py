@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-from langchain_tag.calls.sqlite_file import SQLiteFile
+from langchain_tag.calls._sqlite_file import SQLiteFile
 from langchain_tag.errors import TagError
 from langchain_tag.judging._claim_owners import CLAIM_TTL, alive
 from langchain_tag.judging.results import Reading

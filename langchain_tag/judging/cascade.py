@@ -36,8 +36,8 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 
+from langchain_tag.judging._pairs import PairRequest
 from langchain_tag.judging.judge import Judge
-from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JudgePrompt
 from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.judging.settings import JudgeSettings

@@ -1,11 +1,11 @@
 """The chat judge: one chat request per (input, rule) pair, a one-token verdict read from logprobs.
 
 :class:`ChatJudge` renders each pair once as OpenAI-style message dicts
-(:func:`~langchain_tag.judging.pairs.render_pairs`, input first so a prefix
+(:func:`~langchain_tag.judging._pairs.render_pairs`, input first so a prefix
 cache holds), sends them as they are through the package's one call runner
-(:class:`~langchain_tag.calls.runner.CallRunner`: bounded concurrency, retries,
+(:class:`~langchain_tag.calls._runner.CallRunner`: bounded concurrency, retries,
 the verdict cache, token accounting), and reads each reply once
-(:func:`~langchain_tag.judging.read.read_message`) into a
+(:func:`~langchain_tag.judging._read.read_message`) into a
 :class:`~langchain_tag.judging.results.Reading`. Scoring and failure
 reports are the :class:`~langchain_tag.judging.judge.Judge`'s.
 """
@@ -25,13 +25,13 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 
-from langchain_tag.calls.identity import chat_model_of, describe_model
-from langchain_tag.calls.runner import CallRunner, ChatRunnable, Request
+from langchain_tag.calls._identity import chat_model_of, describe_model
+from langchain_tag.calls._runner import CallRunner, ChatRunnable, Request
 from langchain_tag.errors import ParseError
+from langchain_tag.judging._pairs import PairRequest, combine_halves, render_pairs, render_questions
+from langchain_tag.judging._read import read_message, read_reply
 from langchain_tag.judging.judge import Batch, Judge
-from langchain_tag.judging.pairs import PairRequest, combine_halves, render_pairs, render_questions
 from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, VerdictFormat
-from langchain_tag.judging.read import read_message, read_reply
 from langchain_tag.judging.results import Reading
 from langchain_tag.judging.verdict_cache import VerdictStore, verdict_key
 from langchain_tag.rules import Rule
@@ -105,7 +105,7 @@ class ChatJudge(Judge):
     Args:
         llm: The chat model.
         predicate: The judge prompt or its registry name.
-        questions: Ask each rule as a yes/no question (:func:`~langchain_tag.judging.pairs.render_questions`),
+        questions: Ask each rule as a yes/no question (:func:`~langchain_tag.judging._pairs.render_questions`),
             as a :class:`~langchain_tag.judging.chat_decision_model.ChatDecisionModel` asks a ``Noul``: the judge a
             retriever makes of one.
         **settings: The other :class:`~langchain_tag.judging.judge.Judge` settings.
@@ -141,7 +141,7 @@ class ChatJudge(Judge):
         return self.prompt.messages(query, rule, self.settings.verdict_format)
 
     def requests(self, query: str, rules: Sequence[Rule]) -> list[PairRequest]:
-        """The requests that judge ``query`` against ``rules`` (:func:`~langchain_tag.judging.pairs.render_pairs`).
+        """The requests that judge ``query`` against ``rules`` (:func:`~langchain_tag.judging._pairs.render_pairs`).
 
         Plain data for another engine (a Ray Data pipeline, a provider batch
         API); feed each reply back with :meth:`record`.

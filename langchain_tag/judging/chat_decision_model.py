@@ -20,10 +20,12 @@ from pydantic import ConfigDict, PrivateAttr, ValidationInfo, field_validator, m
 from typing_extensions import Self, override
 
 from langchain_tag import ranges
-from langchain_tag.calls.identity import model_identity
-from langchain_tag.calls.limits import CallLimits
-from langchain_tag.calls.runner import CallRunner, Request
+from langchain_tag.calls._identity import model_identity
+from langchain_tag.calls._limits import CallLimits
+from langchain_tag.calls._runner import CallRunner, Request
 from langchain_tag.errors import ProviderError
+from langchain_tag.judging._pairs import question_pair
+from langchain_tag.judging._read import read_message
 from langchain_tag.judging.chat import JUDGE_TAGS, ChatRunnable, configure_judge
 from langchain_tag.judging.decision_interfaces import (
     BaseDecisionModel,
@@ -35,8 +37,6 @@ from langchain_tag.judging.decision_interfaces import (
     state_text,
     unsupported_questions,
 )
-from langchain_tag.judging.pairs import question_pair
-from langchain_tag.judging.read import read_message
 from langchain_tag.judging.results import Reading
 from langchain_tag.judging.verdict_cache import VerdictCache, VerdictStore
 

@@ -20,11 +20,11 @@ from typing import Any
 
 from langchain_core.callbacks import Callbacks
 
-from langchain_tag.calls.runner import CallRunner, Outcome, Request
+from langchain_tag.calls._runner import CallRunner, Outcome, Request
 from langchain_tag.errors import ParseError
+from langchain_tag.judging._pairs import PairRequest, combine_halves
 from langchain_tag.judging.decision_interfaces import answers_of, is_openai_decisions, question_request
 from langchain_tag.judging.judge import Batch, Judge
-from langchain_tag.judging.pairs import PairRequest, combine_halves
 from langchain_tag.judging.prompts import rule_question
 from langchain_tag.judging.results import Reading
 from langchain_tag.judging.verdict_cache import VerdictStore, verdict_key

@@ -4,7 +4,7 @@ A :class:`Judge` holds the settings (prompt, threshold, calibration, cache,
 concurrency) and does the steps every judge shares: it plans the query's
 judgments and the reference judgments its calibration needs, asks its model
 (:meth:`Judge._call`: the one step each kind of judge does its own way), scores
-the raw judgments with the :class:`~langchain_tag.judging.calibration.scorer.Scorer`,
+the raw judgments with the :class:`~langchain_tag.judging.calibration._scorer.Scorer`,
 and reports failures. Two judges implement the call:
 
 - :class:`~langchain_tag.judging.chat.ChatJudge`: one chat request per pair,
@@ -25,15 +25,15 @@ from typing import Any
 
 from langchain_core.callbacks import Callbacks
 
-from langchain_tag.calls.gate import Gate
-from langchain_tag.calls.identity import describe_model, model_identity
-from langchain_tag.calls.limits import CallLimits
+from langchain_tag.calls._gate import Gate
+from langchain_tag.calls._identity import describe_model, model_identity
+from langchain_tag.calls._limits import CallLimits
 from langchain_tag.errors import ProviderError
+from langchain_tag.judging._context_window import check_context, context_tokens_from_env
+from langchain_tag.judging._pairs import PairRequest
+from langchain_tag.judging.calibration._scorer import ReferenceBook, Scorer
 from langchain_tag.judging.calibration.defaults import resolve_default
 from langchain_tag.judging.calibration.model import Calibration
-from langchain_tag.judging.calibration.scorer import ReferenceBook, Scorer
-from langchain_tag.judging.context_window import check_context, context_tokens_from_env
-from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.prompts import JUDGE_PROMPTS, JudgePrompt
 from langchain_tag.judging.results import Judgment, JudgmentsFailedError, MatchResult, Reading
 from langchain_tag.judging.settings import JudgeSettings
@@ -91,7 +91,7 @@ class JudgeState:
         return found
 
     def identity(self, llm: Any) -> str:
-        """The identity of ``llm`` (:func:`~langchain_tag.calls.identity.model_identity`), worked out once per model."""
+        """The identity of ``llm`` (:func:`~langchain_tag.calls._identity.model_identity`), found once per model."""
         known = self.identities.get(id(llm))
         if known is None or known[0] is not llm:
             known = self.identities[id(llm)] = (llm, model_identity(llm))

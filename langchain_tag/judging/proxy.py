@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_tag.judging.logodds import logit, sigmoid
+from langchain_tag.judging._logodds import logit, sigmoid
 from langchain_tag.rules import Rule
 
 __all__ = [

@@ -2,9 +2,9 @@
 
 Two records carry a judgment from the moment its reply is read to the document
 the user gets. A :class:`Reading` is what one reply said, as the one reader
-read it (:mod:`langchain_tag.judging.read`): the call runner returns it, the
+read it (:mod:`langchain_tag.judging._read`): the call runner returns it, the
 verdict cache keeps it as it is. The scorer
-(:class:`~langchain_tag.judging.calibration.scorer.Scorer`) turns each into a
+(:class:`~langchain_tag.judging.calibration._scorer.Scorer`) turns each into a
 :class:`Judgment`, a new object with its calibrated score and decision.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_tag.errors import TagError
-from langchain_tag.judging.logodds import logit, sigmoid
+from langchain_tag.judging._logodds import logit, sigmoid
 
 __all__ = ["Judgment", "JudgmentsFailedError", "MatchResult", "Reading", "contrast"]
 

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from langchain_tag import ranges
-from langchain_tag.calls.limits import CallLimits
+from langchain_tag.calls._limits import CallLimits
 from langchain_tag.judging.calibration.defaults import check_reference_inputs
 from langchain_tag.judging.calibration.model import Calibration
 from langchain_tag.judging.prompts import JudgePrompt, VerdictFormat

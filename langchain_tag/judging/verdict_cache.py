@@ -1,7 +1,7 @@
 """Verdict caches: a judgment made once is not paid for again.
 
 A verdict is keyed by what determines it: the version of the reader that read
-it and of the record it is kept as (:data:`~langchain_tag.judging.read.READER_VERSION`),
+it and of the record it is kept as (:data:`~langchain_tag.judging._read.READER_VERSION`),
 the judge model, the judge prompt's version and reply format, the input text,
 and the rule exactly as the judge sees it (so editing a rule's condition
 invalidates its verdicts, while editing its action, which the applicability
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from langchain_tag.judging._claims import Claims, ClaimWaitError
+from langchain_tag.judging._read import READER_VERSION
 from langchain_tag.judging._sqlite_verdicts import SQLiteVerdictCache, VerdictCacheError
-from langchain_tag.judging.read import READER_VERSION
 from langchain_tag.judging.results import Reading
 
 __all__ = [
@@ -61,7 +61,7 @@ def verdict_key(*, model: str, prompt_version: str, verdict_format: str, query: 
 
     Args:
         model: The judge model's identity (see
-            :func:`~langchain_tag.calls.identity.model_identity`).
+            :func:`~langchain_tag.calls._identity.model_identity`).
         prompt_version: The judge prompt's version.
         verdict_format: ``"token"`` or ``"json"``.
         query: The input text.
@@ -117,7 +117,7 @@ class InMemoryVerdictCache:
 
 
 class VerdictStore:
-    """A verdict cache seen by the call runner (:class:`~langchain_tag.calls.runner.RunnerStore`).
+    """A verdict cache seen by the call runner (:class:`~langchain_tag.calls._runner.RunnerStore`).
 
     A cached reading with a word, whose P(YES), if stored, is a number within [0, 1], is a finished one;
     anything else is judged again. A cache that cannot keep a reading raises :class:`VerdictCacheError`

@@ -46,8 +46,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, redact_url
-from langchain_tag.calls.own_loop import remakeable
+from langchain_tag.calls._identity import IDENTITY_METADATA_KEY, redact_url
+from langchain_tag.calls._own_loop import remakeable
 from langchain_tag.errors import MissingExtraError, require_extra
 from langchain_tag.local._http_client import rate_limiter, request_deadline_hooks
 
@@ -111,7 +111,7 @@ class ModelConfig:
         max_retries: Retries on transient request errors (timeouts, 429,
             5xx, connection errors), done by the OpenAI client with
             exponential backoff and jitter; TAG's own retries then do not
-            resend these (see :mod:`langchain_tag.calls.faults`).
+            resend these (see :mod:`langchain_tag.calls._faults`).
         requests_per_second: Client-side rate limit (an
             ``InMemoryRateLimiter`` shared by every model of the process);
             ``None`` for none.

@@ -2,7 +2,7 @@
 
 Only inputs both files hold are scored. The threshold is a suggestion: the
 page states it and what F1 it would give, it changes no verdict. It is the
-one best-F1 search's (:func:`~langchain_tag.judging.calibration.best_f1.best_f1_cut`),
+one best-F1 search's (:func:`~langchain_tag.judging.calibration._best_f1.best_f1_cut`),
 which a ``"threshold"`` calibration fits with too.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from langchain_tag.judging.calibration.best_f1 import best_f1_cut
+from langchain_tag.judging.calibration._best_f1 import best_f1_cut
 from langchain_tag.review._files import VerdictRecord
 
 __all__ = ["Counts", "GoldScores", "score_gold"]

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from langchain_tag.calls.recorded import RecordedReplies
+from langchain_tag.calls._recorded import RecordedReplies
 from langchain_tag.errors import ProviderError, TagError
 from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import JudgmentsFailedError

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
 
-from langchain_tag.calls.runner import ReplyCounter
+from langchain_tag.calls._runner import ReplyCounter
 
 __all__ = ["PairRecorder", "Progress"]
 

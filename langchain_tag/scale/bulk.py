@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_tag.calls.own_loop import iterate_on_own_loop, loop_is_free
+from langchain_tag.calls._own_loop import iterate_on_own_loop, loop_is_free
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.ranges import MAX_CONCURRENCY
 from langchain_tag.scale._bulk_job import Job, Judged, failure_record, result_record, retriever_rules

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls._identity import model_identity
 from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.local.models import ModelConfig, get_chat_model
 from langchain_tag.retrievers import ApplicabilityRetriever

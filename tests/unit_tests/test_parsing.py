@@ -7,9 +7,9 @@ import time
 import pytest
 from langchain_core.messages import AIMessage
 
-from langchain_tag.calls.replies import parse_json_items, parse_json_object
+from langchain_tag.calls._replies import parse_json_items, parse_json_object
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.read import read_message, read_reply
+from langchain_tag.judging._read import read_message, read_reply
 from tests.unit_tests.faults import MALFORMED_LOGPROBS
 
 
@@ -178,7 +178,7 @@ def test_a_list_cut_after_a_complete_item_is_closed() -> None:
 
 
 def test_with_aliases_reads_short_and_long_keys_alike() -> None:
-    from langchain_tag.calls.replies import with_aliases
+    from langchain_tag.calls._replies import with_aliases
 
     aliases = {"name": "rule_name", "tags": "category_tags"}
     assert with_aliases({"name": "n", "tags": ["t"]}, aliases) == {

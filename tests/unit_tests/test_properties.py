@@ -7,13 +7,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_tag.calls.replies import parse_json_object
+from langchain_tag.calls._replies import parse_json_object
 from langchain_tag.errors import ParseError
 from langchain_tag.extraction._alignment import align
 from langchain_tag.extraction._sections import Section, split_sentences
 from langchain_tag.extraction._span_detection import parse_labels, spans_from_labels
 from langchain_tag.extraction.prompts import SPAN_LABELS
-from langchain_tag.judging.read import read_message
+from langchain_tag.judging._read import read_message
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
+from langchain_tag.calls._identity import IDENTITY_METADATA_KEY
 from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule, save_rules

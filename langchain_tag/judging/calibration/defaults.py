@@ -78,7 +78,7 @@ def default_calibration(
     """The shipped calibration for a judge model family and prompt version, if one was fitted.
 
     Args:
-        model: The judge's identity (:func:`~langchain_tag.calls.identity.model_identity`).
+        model: The judge's identity (:func:`~langchain_tag.calls._identity.model_identity`).
         prompt_version: The judge prompt's scoring version (:attr:`JudgePrompt.scoring_version`).
         reference_inputs: A sample of your own unlabelled inputs (at least
             :data:`MIN_DOMAIN_REFERENCES`, typically 8 to 20): when given, the family's domain-reference

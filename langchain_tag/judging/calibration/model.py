@@ -2,8 +2,8 @@
 
 :class:`Calibration` is plain data (saved and loaded as JSON);
 :func:`fit_calibration` fits its global step. The shipped defaults and the
-:class:`~langchain_tag.judging.calibration.scorer.Scorer` that applies a calibration to a
-judge's verdicts live in :mod:`langchain_tag.judging.calibration.scorer`, which re-exports
+:class:`~langchain_tag.judging.calibration._scorer.Scorer` that applies a calibration to a
+judge's verdicts live in :mod:`langchain_tag.judging.calibration._scorer`, which re-exports
 everything here.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_tag.errors import TagError
-from langchain_tag.judging.calibration.best_f1 import best_f1_cut
-from langchain_tag.judging.logodds import logit, sigmoid
+from langchain_tag.judging._logodds import logit, sigmoid
+from langchain_tag.judging.calibration._best_f1 import best_f1_cut
 from langchain_tag.ranges import THRESHOLD
 
 __all__ = ["METHODS", "Calibration", "CalibrationError", "Method", "expected_calibration_error", "fit_calibration"]
@@ -227,7 +227,7 @@ def fit_calibration(
         labels: Whether the rule's condition really holds for the pair.
         method: ``"threshold"`` (the cut-off with the best F1, moved to 0.5: midway between the lowest
             feature taken and the next one down, from the one search,
-            :func:`~langchain_tag.judging.calibration.best_f1.best_f1_cut`),
+            :func:`~langchain_tag.judging.calibration._best_f1.best_f1_cut`),
             ``"platt"`` (logistic regression) or ``"isotonic"`` (pool adjacent
             violators).
         reference_inputs: Recorded on the result: the features were computed

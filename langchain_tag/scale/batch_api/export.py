@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from langchain_tag.judging.pairs import PairRequest
+from langchain_tag.judging._pairs import PairRequest
 from langchain_tag.scale.batch_api.ids import BATCH_URL, MAPPING_FILE, MAX_BYTES, MAX_REQUESTS, BatchError
 from langchain_tag.scale.batch_api.mapping import BatchEntry, BatchSource, plan_requests
 

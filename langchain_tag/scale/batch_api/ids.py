@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from langchain_tag.errors import TagError
 
 if TYPE_CHECKING:
-    from langchain_tag.judging.pairs import PairRequest
+    from langchain_tag.judging._pairs import PairRequest
 
 __all__ = [
     "BATCH_URL",

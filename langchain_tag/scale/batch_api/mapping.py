@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_tag.jsonl import JsonLineError, json_lines
+from langchain_tag.judging._pairs import PairRequest
 from langchain_tag.judging.chat import chat_judge
-from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.scale.batch_api.ids import (
     MAPPING_FILE,
     MAPPING_FORMAT,

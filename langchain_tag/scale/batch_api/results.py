@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 from typing_extensions import override
 
-from langchain_tag.calls.recorded import RecordedReplies
-from langchain_tag.calls.replies import Completion, read_completion
+from langchain_tag.calls._recorded import RecordedReplies
+from langchain_tag.calls._replies import Completion, read_completion
 from langchain_tag.errors import ParseError
 from langchain_tag.jsonl import JsonLineError, json_lines
 from langchain_tag.scale.batch_api.ids import BatchError, split_custom_id
@@ -234,7 +234,7 @@ def _body_of(data: Mapping[str, Any]) -> Mapping[str, Any] | str:
 
 
 def _reply(data: Mapping[str, Any]) -> Completion | str:
-    """A results line's reply (:func:`~langchain_tag.calls.replies.read_completion`), or why it has none."""
+    """A results line's reply (:func:`~langchain_tag.calls._replies.read_completion`), or why it has none."""
     body = _body_of(data)
     if isinstance(body, str):
         return body

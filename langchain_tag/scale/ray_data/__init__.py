@@ -5,8 +5,8 @@ never imports this package. The pipeline is Ray Data's own LLM processor
 (:mod:`ray.data.llm`), with the package's pure judging core on each side:
 
 1. **preprocess** (:func:`chat_request_body`): a
-   :class:`~langchain_tag.judging.pairs.PairRequest` rendered by
-   :func:`~langchain_tag.judging.pairs.render_pairs` becomes an OpenAI chat-completions
+   :class:`~langchain_tag.judging._pairs.PairRequest` rendered by
+   :func:`~langchain_tag.judging._pairs.render_pairs` becomes an OpenAI chat-completions
    request body: ``temperature=0``, ``logprobs=True``, ``top_logprobs=5`` and,
    for one-word verdicts, ``max_tokens=1``, as the in-process judge sends;
 2. **the model calls**: the HTTP request processor
@@ -14,7 +14,7 @@ never imports this package. The pipeline is Ray Data's own LLM processor
    ``/chat/completions`` endpoint (vLLM, llama.cpp, SGLang, OpenAI), with
    ``concurrency`` Ray actors each sending one batch of ``batch_size`` rows;
 3. **postprocess** (:func:`read_chat_response`): each response is read with
-   :func:`~langchain_tag.judging.read.read_reply` into the reply text, its
+   :func:`~langchain_tag.judging._read.read_reply` into the reply text, its
    first-token logprobs, P(YES), the YES/NO read and token counts, or a
    per-request error. That is the only read of the reply: the job keeps this
    reading, it does not read the reply again.

@@ -12,13 +12,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from langchain_tag.calls.faults import ReportedFault, client_retries, is_permanent
-from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, chat_model_of, describe_model, redact_url
-from langchain_tag.calls.recorded import RecordedReplies, prompt_key
+from langchain_tag.calls._faults import ReportedFault, client_retries, is_permanent
+from langchain_tag.calls._identity import IDENTITY_METADATA_KEY, chat_model_of, describe_model, redact_url
+from langchain_tag.calls._recorded import RecordedReplies, prompt_key
 from langchain_tag.errors import ProviderError
+from langchain_tag.judging._pairs import PairRequest
 from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.judge import resolve_judge_prompt
-from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.results import Judgment, MatchResult, Reading
 from langchain_tag.judging.verdict_cache import VerdictStore
 from langchain_tag.ranges import MAX_ATTEMPTS, MAX_CONCURRENCY

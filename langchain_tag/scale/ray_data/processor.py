@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from langchain_tag.calls.faults import describe_error
-from langchain_tag.calls.identity import redact_url
+from langchain_tag.calls._faults import describe_error
+from langchain_tag.calls._identity import redact_url
 from langchain_tag.errors import require_extra
 from langchain_tag.scale.ray_data.requests import postprocess_row, preprocess_row
 
@@ -233,7 +233,7 @@ def build_judge_processor(
     """The Ray Data LLM processor that judges request rows against an OpenAI-compatible endpoint.
 
     Input rows: ``order``, ``key`` and ``request`` (a
-    :class:`~langchain_tag.judging.pairs.PairRequest` as JSON); output rows:
+    :class:`~langchain_tag.judging._pairs.PairRequest` as JSON); output rows:
     :data:`OUTPUT_COLUMNS`.
 
     Args:

@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_tag.calls.faults import http_error, server_message
-from langchain_tag.calls.replies import read_completion
+from langchain_tag.calls._faults import http_error, server_message
+from langchain_tag.calls._replies import read_completion
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.read import read_reply
+from langchain_tag.judging._read import read_reply
 from langchain_tag.judging.results import Reading
 
 __all__ = ["OUTPUT_COLUMNS", "TOP_LOGPROBS", "chat_request_body", "read_chat_response", "row_reading"]
@@ -51,7 +51,7 @@ def chat_request_body(
     """The OpenAI chat-completions body for one request (the pipeline's preprocess).
 
     Args:
-        request: A :class:`~langchain_tag.judging.pairs.PairRequest` as :meth:`~PairRequest.to_dict` gives it.
+        request: A :class:`~langchain_tag.judging._pairs.PairRequest` as :meth:`~PairRequest.to_dict` gives it.
         model: The model name the endpoint serves.
         max_tokens: The reply cap: 1 for one-word verdicts, ``None`` for none (JSON verdicts).
         top_logprobs: How many first-token candidates to ask for.
@@ -81,7 +81,7 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
     Returns:
         ``text`` (the reply), ``logprobs`` (the first choice's logprobs
         object as JSON, ``""`` without), ``p_yes`` and ``word`` (the
-        reading :func:`~langchain_tag.judging.read.read_reply` makes of it:
+        reading :func:`~langchain_tag.judging._read.read_reply` makes of it:
         ``p_yes`` is ``None`` for a text verdict, ``word`` the YES (``True``)
         or NO (``False``) read, ``None`` when none was), ``prompt_tokens``,
         ``completion_tokens`` and ``error`` (``""`` when the reply was read).

@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 
 from langchain_tag.app.progress import PROGRESS_EVENT, JudgingProgress
 from langchain_tag.errors import ParseError
-from langchain_tag.judging.read import read_message, read_reply
+from langchain_tag.judging._read import read_message, read_reply
 
 
 class _State(TypedDict, total=False):

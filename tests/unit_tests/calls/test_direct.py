@@ -16,7 +16,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from langchain_tag.calls._direct import DirectChat
-from langchain_tag.calls.runner import ReplyCounter
+from langchain_tag.calls._runner import ReplyCounter
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import ChatJudge, configure_judge
 from langchain_tag.rules import Rule

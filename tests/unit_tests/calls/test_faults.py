@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_openai import ChatOpenAI
 
-import langchain_tag.calls.runner as matcher_module
-from langchain_tag.calls.faults import backoff_delay, client_retries, is_transient
-from langchain_tag.calls.identity import describe_model, redact_url, redact_urls
+import langchain_tag.calls._runner as matcher_module
+from langchain_tag.calls._faults import backoff_delay, client_retries, is_transient
+from langchain_tag.calls._identity import describe_model, redact_url, redact_urls
 from langchain_tag.errors import InputTooLongError, ProviderError
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.local.models import ModelConfig, get_chat_model
@@ -301,7 +301,7 @@ def test_a_fault_no_retry_can_fix_is_sent_once(status: int, max_retries: int | N
 
 
 def test_is_permanent() -> None:
-    from langchain_tag.calls.faults import is_permanent
+    from langchain_tag.calls._faults import is_permanent
 
     assert not any(is_permanent(make()) for make in FAULTS.values())
     assert not is_permanent(ValueError("bad"))
@@ -340,7 +340,7 @@ def test_debug_logging_masks_credentials_in_the_http_clients_logs(caplog: pytest
 
 def test_an_http_fault_is_described_by_its_status_and_the_servers_words_whichever_client_got_it() -> None:
     """The in-process client's error and the Ray engine's replayed one read the same (no client class names)."""
-    from langchain_tag.calls.faults import ReportedFault, describe_error, http_error, is_permanent, server_message
+    from langchain_tag.calls._faults import ReportedFault, describe_error, http_error, is_permanent, server_message
 
     request = httpx2.Request("POST", "http://127.0.0.1:1/v1/chat/completions")  # the openai client's HTTP library
     body = {"error": {"message": "the model crashed", "type": "server_error"}}

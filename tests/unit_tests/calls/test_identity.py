@@ -12,8 +12,8 @@ import pytest
 import pytest_socket
 from langchain_openai import ChatOpenAI
 
-from langchain_tag.calls import identity
-from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, model_identity
+from langchain_tag.calls import _identity as identity
+from langchain_tag.calls._identity import IDENTITY_METADATA_KEY, model_identity
 from tests.helpers.loopback_server import LoopbackServer, as_json
 
 LOOPBACK = ["127.0.0.1", "::1"]
@@ -115,7 +115,7 @@ def test_a_server_too_busy_to_answer_at_once_is_asked_again(
 
     stuck = ModelsServer({"id": "judge.gguf"}, stalls=99, stall=0.4)
     servers.append(stuck)
-    with caplog.at_level(logging.WARNING, logger="langchain_tag.calls.identity"):
+    with caplog.at_level(logging.WARNING, logger="langchain_tag.calls._identity"):
         assert model_identity(_local(stuck.url(), "judge")) == "judge"
     assert len(stuck.paths) == identity.LOOKUP_ATTEMPTS
     assert "did not answer within" in caplog.text and IDENTITY_METADATA_KEY in caplog.text
@@ -150,7 +150,7 @@ def test_an_explicit_identity_wins_over_the_endpoint() -> None:
 
 
 def test_redacting_filter_masks_credentials_in_message_and_args() -> None:
-    from langchain_tag.calls.identity import RedactingFilter
+    from langchain_tag.calls._identity import RedactingFilter
 
     record = logging.LogRecord(
         "httpx", logging.INFO, __file__, 1, 'HTTP Request: %s %s "%s %d %s"',

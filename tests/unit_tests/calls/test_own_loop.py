@@ -14,7 +14,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from langchain_tag.calls._direct import DirectChat
-from langchain_tag.calls.own_loop import iterate_on_own_loop, job_async_client
+from langchain_tag.calls._own_loop import iterate_on_own_loop, job_async_client
 from langchain_tag.judging.verdict_cache import SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule

@@ -10,7 +10,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 import langchain_tag.local.models as models
-from langchain_tag.calls.secrets import mask_secrets, secrets_of
+from langchain_tag.calls._secrets import mask_secrets, secrets_of
 from langchain_tag.cli.main import main
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.chat import ChatJudge

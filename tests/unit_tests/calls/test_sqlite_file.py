@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from langchain_tag.calls.sqlite_file import SQLiteFile
+from langchain_tag.calls._sqlite_file import SQLiteFile
 from tests.helpers.threads import run_together
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, value TEXT)"

@@ -125,7 +125,7 @@ def test_second_run_reuses_the_verdict_cache(tmp_path: Path) -> None:
 
 def test_the_shipped_rules_match_the_packages_prompts_and_model() -> None:
     """Fails when the extraction prompts, the judge prompt or the embedded model change: regenerate them then."""
-    from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
+    from langchain_tag.calls._identity import IDENTITY_METADATA_KEY
     from langchain_tag.cli.demo import load_shipped_demo
     from langchain_tag.extraction.prompts import PHASE_PROMPT_VERSIONS
     from langchain_tag.judging.prompts import JUDGE_PROMPTS
@@ -145,7 +145,7 @@ def test_the_shipped_rules_match_the_packages_prompts_and_model() -> None:
 
 
 def test_the_demo_runs_on_the_shipped_rules_without_extracting(tmp_path: Path) -> None:
-    from langchain_tag.calls.identity import IDENTITY_METADATA_KEY
+    from langchain_tag.calls._identity import IDENTITY_METADATA_KEY
     from langchain_tag.cli.demo import load_shipped_demo
 
     shipped = load_shipped_demo()

@@ -13,8 +13,8 @@ import pytest
 import langchain_tag
 import langchain_tag.local.models as models
 from langchain_tag.cli.main import EXIT_JUDGMENTS_FAILED, build_parser, main
+from langchain_tag.judging._logodds import logit
 from langchain_tag.judging.calibration.model import Calibration
-from langchain_tag.judging.logodds import logit
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.testing import FakeChatModel
 from tests.helpers.judge_fakes import scored_judge

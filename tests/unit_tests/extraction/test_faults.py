@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-import langchain_tag.calls.runner as calls_module
+import langchain_tag.calls._runner as calls_module
 from langchain_tag.errors import ProviderError
 from langchain_tag.extraction import RuleDocumentTransformer
 from langchain_tag.extraction.report import ExtractionResult

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from langchain_tag.judging._check_loop import CHECK_ROUNDS, CheckLoop
 from langchain_tag.judging.chat import ChatJudge
-from langchain_tag.judging.check_loop import CHECK_ROUNDS, CheckLoop
 from langchain_tag.rules import Rule
 from langchain_tag.testing import fake_judge
 

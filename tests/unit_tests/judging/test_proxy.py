@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from langchain_tag.judging._logodds import logit
 from langchain_tag.judging.guarantee import guaranteed_thresholds, label_sample
-from langchain_tag.judging.logodds import logit
 from langchain_tag.judging.proxy import (
     CosineProxy,
     LogisticProxy,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, model_identity
+from langchain_tag.calls._identity import IDENTITY_METADATA_KEY, model_identity
 from langchain_tag.errors import TagError
 from langchain_tag.judging.chat import ChatJudge
 from langchain_tag.judging.results import Reading
@@ -190,7 +190,7 @@ def test_a_cached_probability_that_is_not_one_is_judged_again(rules: list[Rule])
 
 def counting_commits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every COMMIT the verdict caches' connections run from now on, through SQLite's trace callback."""
-    import langchain_tag.calls.sqlite_file as sqlite_file
+    import langchain_tag.calls._sqlite_file as sqlite_file
 
     commits: list[str] = []
     connect = sqlite_file.sqlite3.connect

@@ -16,7 +16,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from langchain_tag.calls.identity import model_identity
+from langchain_tag.calls._identity import model_identity
 from langchain_tag.local import models, weights
 from langchain_tag.local import server as local_server
 from langchain_tag.local.models import ModelConfig, get_chat_model, get_embeddings, request_deadline_hooks

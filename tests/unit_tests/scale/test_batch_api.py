@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from langchain_tag.judging._pairs import PairRequest
 from langchain_tag.judging.calibration.model import Calibration
-from langchain_tag.judging.pairs import PairRequest
 from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, SQLiteVerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule

@@ -293,7 +293,7 @@ def test_each_reply_is_read_once_by_the_one_reader(
     """The pipeline's postprocess reads a reply; the job keeps that reading and does not read the reply again."""
     import langchain_tag.judging.chat as chat
     import langchain_tag.scale.ray_data.requests as requests
-    from langchain_tag.judging.read import read_reply
+    from langchain_tag.judging._read import read_reply
 
     reads: Counter[str] = Counter()
 

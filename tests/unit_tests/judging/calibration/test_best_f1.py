@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from langchain_tag.judging.calibration.best_f1 import BestCut, best_f1_cut
+from langchain_tag.judging._logodds import logit
+from langchain_tag.judging.calibration._best_f1 import BestCut, best_f1_cut
 from langchain_tag.judging.calibration.model import fit_calibration
-from langchain_tag.judging.logodds import logit
 from langchain_tag.review._files import Pair, VerdictRecord
 from langchain_tag.review._gold import score_gold
 

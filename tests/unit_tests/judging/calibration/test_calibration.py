@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_tag.judging._logodds import logit, sigmoid
 from langchain_tag.judging.calibration.defaults import default_calibration, load_reference_inputs
 from langchain_tag.judging.calibration.model import (
     Calibration,
@@ -12,7 +13,6 @@ from langchain_tag.judging.calibration.model import (
     expected_calibration_error,
     fit_calibration,
 )
-from langchain_tag.judging.logodds import logit, sigmoid
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, judged_rule_id

@@ -44,13 +44,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Protocol
 
+from langchain_tag.judging._logodds import logit
 from langchain_tag.judging.calibration.model import (
     Calibration,
     CalibrationError,
     Method,
     fit_calibration,
 )
-from langchain_tag.judging.logodds import logit
 from langchain_tag.judging.results import Judgment, MatchResult, Reading
 from langchain_tag.rules import Rule
 

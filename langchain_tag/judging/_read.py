@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_tag.calls.replies import JSON_FENCE, MAX_JSON_DEPTH, MAX_REPLY_CHARS, json_shape, message_text, preview
+from langchain_tag.calls._replies import JSON_FENCE, MAX_JSON_DEPTH, MAX_REPLY_CHARS, json_shape, message_text, preview
 from langchain_tag.errors import ParseError
 from langchain_tag.judging.results import Reading
 

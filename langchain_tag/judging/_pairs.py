@@ -10,13 +10,13 @@ provider batch API alike:
    key, the rule id and which half of a contrast prompt it asks);
 2. an engine sends each request and gets back a reply text and, where the
    provider offers them, the first token's logprobs;
-3. the one reader (:func:`~langchain_tag.judging.read.read_reply`) reads that
+3. the one reader (:func:`~langchain_tag.judging._read.read_reply`) reads that
    into a :class:`~langchain_tag.judging.results.Reading` (raw P(YES), the
    reply's word), and :func:`combine_halves` makes one per pair of a
    contrast prompt's two halves.
 
 Scoring (reference judgments, calibration, the threshold, ``applies``) is
-the scorer's job (:class:`~langchain_tag.judging.calibration.scorer.Scorer`).
+the scorer's job (:class:`~langchain_tag.judging.calibration._scorer.Scorer`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A provider's error message may repeat the key it was sent (``Incorrect API key provided: sk-...``), or a header
 (``Authorization: Bearer ...``). Every error text the package stores (a failed judgment, an output file), prints,
-logs, renders or raises is made by :func:`~langchain_tag.calls.faults.describe_error`, which passes it through
+logs, renders or raises is made by :func:`~langchain_tag.calls._faults.describe_error`, which passes it through
 :func:`mask_secrets` with the keys of the model called (:func:`secrets_of`) and of the environment.
 
 Example:
@@ -45,7 +45,7 @@ def secrets_of(model: Any = None) -> tuple[str, ...]:
     ``model`` is a chat model or a runnable built from one (its ``openai_api_key`` / ``api_key``, plain or a
     pydantic ``SecretStr``).
     """
-    from langchain_tag.calls.identity import chat_model_of
+    from langchain_tag.calls._identity import chat_model_of
 
     found = [os.environ.get(name) for name in KEY_VARIABLES]
     if model is not None:

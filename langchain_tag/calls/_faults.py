@@ -19,7 +19,7 @@ Retry layering (one layer per kind of fault, so retries never multiply):
 
 After the last attempt the error names the provider (class, model, endpoint)
 and the call (extraction phase and item, or the rule being judged), URLs
-redacted (:mod:`langchain_tag.calls.identity`). A fault with an HTTP status
+redacted (:mod:`langchain_tag.calls._identity`). A fault with an HTTP status
 is described by the status and the server's own message
 (:func:`http_error`), whichever client got it, so the in-process job and the
 Ray engine write the same words for the same fault.
@@ -33,8 +33,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from langchain_tag.calls.identity import chat_model_of, redact_urls
-from langchain_tag.calls.secrets import mask_secrets
+from langchain_tag.calls._identity import chat_model_of, redact_urls
+from langchain_tag.calls._secrets import mask_secrets
 from langchain_tag.errors import TagError
 
 __all__ = [
@@ -156,8 +156,8 @@ def describe_error(exc: BaseException, limit: int = 300, *, secrets: Iterable[st
     A fault with an HTTP status is ``"HTTP 500: <the server's message>"``
     (:func:`http_error`); a :class:`ReportedFault` is its message; anything
     else is ``"ErrorClass: message"``. ``secrets`` (the called model's key:
-    :func:`~langchain_tag.calls.secrets.secrets_of`) and the environment's keys are masked before the text is
-    cut, wherever the provider repeated them (:func:`~langchain_tag.calls.secrets.mask_secrets`).
+    :func:`~langchain_tag.calls._secrets.secrets_of`) and the environment's keys are masked before the text is
+    cut, wherever the provider repeated them (:func:`~langchain_tag.calls._secrets.mask_secrets`).
     """
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool) and not isinstance(exc, ReportedFault):

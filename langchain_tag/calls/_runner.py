@@ -15,7 +15,7 @@ A :class:`Request` pairs a prompt with the parser of its reply. The runner
   it arrived on, and puts a readable one in the store there and then,
 - retries what failed, once per attempt up to ``max_attempts``: a reply that
   did not parse always, a request that raised unless it was a transport fault
-  the model's own client already retried (:mod:`langchain_tag.calls.faults`), after
+  the model's own client already retried (:mod:`langchain_tag.calls._faults`), after
   a backoff with jitter when it resends a request that raised,
 - and records calls and tokens per request in the request's record (:class:`Record`: an
   :class:`Outcome` for a parsed value, a :class:`~langchain_tag.judging.results.Reading` for a verdict).
@@ -52,12 +52,12 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from tqdm.auto import tqdm
 
-from langchain_tag.calls.faults import backoff_delay, client_retries, describe_error, is_permanent, is_transient
-from langchain_tag.calls.gate import Gate
-from langchain_tag.calls.identity import describe_model
-from langchain_tag.calls.limits import CallLimits
-from langchain_tag.calls.replies import message_text
-from langchain_tag.calls.secrets import secrets_of
+from langchain_tag.calls._faults import backoff_delay, client_retries, describe_error, is_permanent, is_transient
+from langchain_tag.calls._gate import Gate
+from langchain_tag.calls._identity import describe_model
+from langchain_tag.calls._limits import CallLimits
+from langchain_tag.calls._replies import message_text
+from langchain_tag.calls._secrets import secrets_of
 from langchain_tag.errors import ParseError
 
 __all__ = ["CallRunner", "ChatRunnable", "Outcome", "Record", "ReplyCounter", "Request", "RunnerStore"]
@@ -248,7 +248,7 @@ class CallRunner:
         model: The model whose client retries and description count (default: ``llm``), e.g. the
             bare model when ``llm`` is a ``bind``-configured copy of it.
         limits: How many calls in flight, how many attempts per request, the backoff before a resend
-            (:class:`~langchain_tag.calls.limits.CallLimits`, checked when made).
+            (:class:`~langchain_tag.calls._limits.CallLimits`, checked when made).
         store: Finished calls; readable new replies are added.
         show_progress: A progress bar: ``True``/``False``, or ``None`` for "only on a terminal".
         gate: A cap on calls in flight shared with other runners (and other calls of this one), beside
@@ -268,7 +268,7 @@ class CallRunner:
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:
-        """The keys masked in its calls' error texts (:func:`~langchain_tag.calls.secrets.secrets_of`)."""
+        """The keys masked in its calls' error texts (:func:`~langchain_tag.calls._secrets.secrets_of`)."""
         return secrets_of(self.model)
 
     @cached_property
