@@ -2,7 +2,7 @@
 
 ``langgraph.json`` names :func:`make_graph` (``"langchain_tag.app:make_graph"``); LangGraph calls it with the
 run's configuration and serves the graph it returns. Per-run settings are the run's context
-(:class:`~langchain_tag.app.context.TagContext`); the models come from the package's ``LANGCHAIN_TAG_*``
+(:class:`~langchain_tag.app._context.TagContext`); the models come from the package's ``LANGCHAIN_TAG_*``
 environment variables (the embedded model by default). In Python, :func:`build_app_graph` takes models of
 your own; :func:`~langchain_tag.graph.build_tag_graph` stays the pipeline's Python entry point.
 """
@@ -14,12 +14,12 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from langchain_tag.app.context import ContextError, RunSettings, TagContext, settings_from_context
-from langchain_tag.app.graph import BELOW_THE_LINE, InputError, build_app_graph
-from langchain_tag.app.models import AppModels, env_models
-from langchain_tag.app.progress import PROGRESS_EVENT, JudgingProgress
-from langchain_tag.app.review import REVIEW_KIND, ReviewError, apply_decision
-from langchain_tag.app.schemas import ReviewRecord, ReviewRequest, RuleRef, TagInput, TagOutput
+from langchain_tag.app._context import ContextError, RunSettings, TagContext, settings_from_context
+from langchain_tag.app._graph import BELOW_THE_LINE, InputError, build_app_graph
+from langchain_tag.app._models import AppModels, env_models
+from langchain_tag.app._progress import PROGRESS_EVENT, JudgingProgress
+from langchain_tag.app._review import REVIEW_KIND, ReviewError, apply_decision
+from langchain_tag.app._schemas import ReviewRecord, ReviewRequest, RuleRef, TagInput, TagOutput
 
 __all__ = [
     "BELOW_THE_LINE",

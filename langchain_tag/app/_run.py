@@ -15,8 +15,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.runnables import Runnable
 
-from langchain_tag.app.context import RunSettings
-from langchain_tag.app.models import AppModels
+from langchain_tag.app._context import RunSettings
+from langchain_tag.app._models import AppModels
 from langchain_tag.executors import executor_chain
 from langchain_tag.judging.verdict_cache import VerdictCache
 from langchain_tag.retrievers import ApplicabilityRetriever, RelevanceRetriever

@@ -14,7 +14,7 @@ import re
 import sys
 from typing import Any
 
-from langchain_tag.app.models import AppModels
+from langchain_tag.app._models import AppModels
 from langchain_tag.rules import Rule
 from langchain_tag.testing import FakeChatModel, asks_negation, judged_rule_id
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.app.context import ContextError, RunSettings, settings_from_context
+from langchain_tag.app._context import ContextError, RunSettings, settings_from_context
 from langchain_tag.errors import TagError
 
 
@@ -90,7 +90,7 @@ def test_a_bad_check_rounds_gets_the_graphs_message_named_as_a_context_key() -> 
 def test_the_schemas_bounds_are_the_ranges() -> None:
     from pydantic import TypeAdapter
 
-    from langchain_tag.app.context import TagContext
+    from langchain_tag.app._context import TagContext
     from langchain_tag.judging._check_loop import CHECK_ROUNDS
     from langchain_tag.ranges import THRESHOLD
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.app.context import settings_from_context
-from langchain_tag.app.models import _judge_config, env_models
+from langchain_tag.app._context import settings_from_context
+from langchain_tag.app._models import _judge_config, env_models
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from langchain_tag.app.progress import PROGRESS_EVENT, JudgingProgress
+from langchain_tag.app._progress import PROGRESS_EVENT, JudgingProgress
 from langchain_tag.errors import ParseError
 from langchain_tag.judging._read import read_message, read_reply
 
@@ -76,7 +76,7 @@ def test_progress_counts_a_reply_as_a_match_exactly_when_the_judges_reader_reads
 
 
 def test_each_reply_is_read_once_by_the_one_reader(monkeypatch: pytest.MonkeyPatch) -> None:
-    import langchain_tag.app.progress as module
+    import langchain_tag.app._progress as module
 
     read: list[str] = []
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from langchain_tag.app.review import ReviewError, apply_decision, review_request
+from langchain_tag.app._review import ReviewError, apply_decision, review_request
 
 PROPOSED = ["R1", "R2", "R3"]
 KNOWN = ["R1", "R2", "R3", "R4", "R5"]

@@ -3,7 +3,7 @@
 :func:`env_models` is the default: the package's ``LANGCHAIN_TAG_*`` environment variables (the embedded model
 unless an endpoint is named), each run's ``judge_model``/``judge_base_url`` over them, and the SQLite verdict
 cache of the CLI. Tests and applications with models of their own pass an :class:`AppModels` of their own to
-:func:`~langchain_tag.app.graph.build_app_graph`.
+:func:`~langchain_tag.app._graph.build_app_graph`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from langchain_tag.app.context import RunSettings
+from langchain_tag.app._context import RunSettings
 from langchain_tag.judging.verdict_cache import InMemoryVerdictCache, VerdictCache
 from langchain_tag.rules import Rule
 

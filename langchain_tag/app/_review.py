@@ -1,6 +1,6 @@
 """A person in the loop: what the review interrupt shows, and how a resume value becomes the executor's rules.
 
-With review on, the graph stops after matching with a :class:`~langchain_tag.app.schemas.ReviewRequest`
+With review on, the graph stops after matching with a :class:`~langchain_tag.app._schemas.ReviewRequest`
 (LangGraph's ``interrupt()``) and continues when resumed with ``Command(resume=decision)``. A decision is one of:
 
 - ``True`` (or ``"approve"``): the matched rules as they are;
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_tag.app.schemas import ReviewRecord, ReviewRequest, RuleRef
+from langchain_tag.app._schemas import ReviewRecord, ReviewRequest, RuleRef
 from langchain_tag.errors import TagError
 
 __all__ = ["REVIEW_KIND", "ReviewError", "apply_decision", "review_request"]

@@ -2,13 +2,13 @@
 
 :func:`build_app_graph` compiles the method's pipeline (the one :func:`~langchain_tag.graph.build_tag_graph`
 builds for Python callers) for serving: its input and output are
-:class:`~langchain_tag.app.schemas.TagInput` and :class:`~langchain_tag.app.schemas.TagOutput`, its per-run
-settings LangGraph's runtime context (:class:`~langchain_tag.app.context.TagContext`), and
+:class:`~langchain_tag.app._schemas.TagInput` and :class:`~langchain_tag.app._schemas.TagOutput`, its per-run
+settings LangGraph's runtime context (:class:`~langchain_tag.app._context.TagContext`), and
 
 - ``match`` judges the run's rules with the run's judge and threshold, writing progress events to
-  ``stream_mode="custom"`` (:mod:`langchain_tag.app.progress`);
+  ``stream_mode="custom"`` (:mod:`langchain_tag.app._progress`);
 - ``review`` (with ``review`` on in the context) interrupts with the matched rules and the closest ones below
-  the line, and gives the executor exactly the rules the resume value approves (:mod:`langchain_tag.app.review`);
+  the line, and gives the executor exactly the rules the resume value approves (:mod:`langchain_tag.app._review`);
   a resume value that is no decision interrupts again, its payload's ``error`` saying why;
 - ``execute`` runs the executor on the input and the approved rules' actions;
 - ``check`` has the judge check the revision against those rules; while some still hold and rounds are left
@@ -46,12 +46,12 @@ from typing_extensions import override
 
 from langchain_tag._mode_retrievers import make_retriever
 from langchain_tag._pipeline_steps import PipelineSteps
+from langchain_tag.app._context import RunSettings, TagContext, settings_from_context
+from langchain_tag.app._models import AppModels
+from langchain_tag.app._progress import JudgingProgress
+from langchain_tag.app._review import ReviewError, apply_decision, review_request
 from langchain_tag.app._run import RunResources
-from langchain_tag.app.context import RunSettings, TagContext, settings_from_context
-from langchain_tag.app.models import AppModels
-from langchain_tag.app.progress import JudgingProgress
-from langchain_tag.app.review import ReviewError, apply_decision, review_request
-from langchain_tag.app.schemas import ReviewRequest, RuleRef, TagInput, TagOutput, rule_ref
+from langchain_tag.app._schemas import ReviewRequest, RuleRef, TagInput, TagOutput, rule_ref
 from langchain_tag.errors import RuleFileError, TagError
 from langchain_tag.judging._check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
@@ -284,7 +284,7 @@ def build_app_graph(
 
     Args:
         models: Where a run gets its executor, judge, embeddings, verdict cache and named rule sets
-            (:func:`~langchain_tag.app.models.env_models` for the package's environment variables).
+            (:func:`~langchain_tag.app._models.env_models` for the package's environment variables).
         checkpointer: A LangGraph checkpointer (needed for review; a server brings its own).
         name: The graph's name.
 
@@ -292,7 +292,7 @@ def build_app_graph(
         The compiled graph: input :class:`TagInput`, output :class:`TagOutput`, context :class:`TagContext`.
 
     Example:
-        >>> from langchain_tag.app.models import AppModels
+        >>> from langchain_tag.app._models import AppModels
         >>> from langchain_tag.testing import FakeChatModel, fake_judge
         >>> models = AppModels(executor=lambda s: FakeChatModel(respond=lambda p: "done"),
         ...                    judge=lambda s: fake_judge({"R1"}))

@@ -13,7 +13,7 @@ mode='all_rules', check_rounds=0, review=False, executor='generic', k=4)
     >>> settings_from_context({"mode": "bm25"})
     Traceback (most recent call last):
     ...
-    langchain_tag.app.context.ContextError: context key 'mode': 'bm25' is not a mode; choose one of: tag, \
+    langchain_tag.app._context.ContextError: context key 'mode': 'bm25' is not a mode; choose one of: tag, \
 relevance, all_rules, similarity, none
 """
 
