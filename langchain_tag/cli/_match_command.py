@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from typing_extensions import override
 
 from langchain_tag.cli.bulk import MATCH_EPILOG, bulk_match_asked, cmd_match_inputs, decisions_model
 from langchain_tag.cli.cascade import CASCADE_EPILOG, add_cascade_options
@@ -13,7 +18,6 @@ from langchain_tag.cli.exits import EXIT_JUDGMENTS_FAILED
 from langchain_tag.cli.options import (
     add_cache_options,
     judging_retriever,
-    non_negative_int,
     positive_int,
     read_input,
     unit_float,
@@ -80,7 +84,7 @@ def add_match_command(sub: Any, common: argparse.ArgumentParser) -> None:
         help='JSONL sample of your own unlabelled inputs (8-20; a JSON string or {"text": ...} per line): '
         "score each rule against what it sees on them (the model family's domain-reference default)",
     )
-    p.add_argument("--k", type=non_negative_int, help="return at most k rules, highest P(YES) first")
+    p.add_argument("--k", type=positive_int, help="return at most k rules, highest P(YES) first")
     add_cache_options(p)
     p.add_argument(
         "--max-concurrency",
@@ -105,7 +109,8 @@ def _cmd_match(args: argparse.Namespace) -> int:
     context_tokens = ModelConfig.from_env().context_window()
     judge = decisions_model() if args.decisions else get_chat_model(role="judge")
     retriever = judging_retriever(args, judge, rules, context_tokens=context_tokens)
-    result = retriever.match(read_input(args.input))
+    with _failures_told_once():
+        result = retriever.match(read_input(args.input))
     by_id = {r.rule_id: r for r in rules}
     matched = result.matched if args.k is None else result.matched[: args.k]
     if args.json:
@@ -130,13 +135,36 @@ def _cmd_match(args: argparse.Namespace) -> int:
             print(f"{j.rule_id}  {by_id[j.rule_id].rule_name}{score}")
         print(
             f"{len(matched)} of {len(rules)} rules apply ({result.calls} calls, "
-            f"{result.prompt_tokens} prompt + {result.completion_tokens} completion tokens"
-            f"{', ' + str(len(result.failed)) + ' unreadable replies counted NO' if result.failed else ''})",
+            f"{result.prompt_tokens} prompt + {result.completion_tokens} completion tokens)",
             file=sys.stderr,
         )
     if result.failed:
         ids = ", ".join(j.rule_id for j in result.failed)
         failed = f"{len(result.failed)} of {len(result.judgments)} judgments failed"
-        print(f"langchain-tag: {failed} and were counted NO: {ids}", file=sys.stderr)
+        first = result.failed[0]
+        print(
+            f"langchain-tag: {failed} and were counted NO: {ids}; first: {first.rule_id} ({first.error})",
+            file=sys.stderr,
+        )
         return EXIT_JUDGMENTS_FAILED
     return 0
+
+
+class _JudgeFailureSummary(logging.Filter):
+    """Drops the judge's own summary of failed judgments: the command prints it once, as its last line."""
+
+    @override
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "were counted as NO" not in record.getMessage()
+
+
+@contextmanager
+def _failures_told_once() -> Iterator[None]:
+    """While the command judges, the judge's failure summary is left to the command's own last line."""
+    judge_logger = logging.getLogger("langchain_tag.judging.judge")
+    quiet = _JudgeFailureSummary()
+    judge_logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        judge_logger.removeFilter(quiet)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
@@ -78,11 +79,45 @@ def add_lazy_choice(
 
 
 def read_input(value: str) -> str:
-    """The input text given on the command line, or standard input's for ``"-"``; refused when blank."""
-    text = sys.stdin.read() if value == "-" else value
+    """The input text given on the command line, or standard input's for ``"-"``; refused when blank.
+
+    Standard input is read as UTF-8 bytes, whatever the locale; bytes that are not UTF-8 are refused naming the
+    line (``stdin:2: not UTF-8 ...``), as an inputs file's are. An input that names an existing file is judged as
+    the text given, with a note on how to judge the file's contents instead.
+
+    Raises:
+        ValueError: On a blank input, or standard input that is not UTF-8.
+    """
+    if value == "-":
+        text = _stdin_text()
+    else:
+        text = value
+        if "\n" not in value and os.path.isfile(value):
+            print(
+                f"langchain-tag: note: {value} names a file; the text {value!r} itself is judged "
+                f"(to judge the file's contents: langchain-tag match - < {value})",
+                file=sys.stderr,
+            )
     if not text.strip():
         raise ValueError("the input is empty")
     return text
+
+
+def _stdin_text() -> str:
+    """Standard input's bytes as UTF-8 text (its text layer when it has no bytes).
+
+    Raises:
+        ValueError: When the bytes are not UTF-8, naming the line.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    data = buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ValueError(f"stdin:{line}: not UTF-8 ({exc.reason}, byte {exc.start})") from None
 
 
 def int_at_least(minimum: int, what: str) -> Callable[[str], int]:

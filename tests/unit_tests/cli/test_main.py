@@ -888,3 +888,53 @@ def test_sigterm_stops_match_inputs_as_ctrl_c_does(
     fresh = tmp_path / "fresh.jsonl"
     assert main([*argv[:5], "-o", str(fresh), "--no-cache"]) == 0
     assert out.read_bytes() == fresh.read_bytes()
+
+
+def test_match_stdin_that_is_not_utf8_is_named_like_a_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    import io
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x = 1\n\xff\xfe y\n"), encoding="utf-8"))
+    assert main(["match", "-", "--rules", rule_file, "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert "stdin:2: not UTF-8" in err and "surrogate" not in err and err.count("\n") == 1
+
+
+def test_match_k_0_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]) -> None:
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    with pytest.raises(SystemExit) as exited:
+        main(["match", "x", "--rules", rule_file, "--k", "0"])
+    assert exited.value.code == 2 and "--k" in capsys.readouterr().err
+
+
+def test_match_given_a_file_name_as_its_input_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: scored_judge())
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text("def f(x=[]): pass\n", encoding="utf-8")
+    main(["match", str(snippet), "--rules", rule_file, "--no-cache"])
+    err = capsys.readouterr().err
+    assert f"{snippet} names a file" in err and f"- < {snippet}" in err
+
+
+def test_the_warning_after_failed_calls_does_not_repeat_the_summary(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]
+) -> None:
+    from langchain_tag.testing import judged_rule_id
+
+    def respond(text: str) -> object:
+        if judged_rule_id(text) == "R-002":
+            return RuntimeError("HTTP 500: upstream failed")
+        return "NO"
+
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: FakeChatModel(respond=respond))
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    main(["match", "x = 1", "--rules", rule_file, "--no-cache"])
+    err = capsys.readouterr().err
+    summary = [line for line in err.splitlines() if "counted" in line]
+    assert len(summary) == 1 and "R-002" in summary[0] and "HTTP 500" in summary[0], err
