@@ -48,6 +48,12 @@ def add_match_command(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help='with --inputs: results file (JSONL; default "-": stdout)')
     p.add_argument("--all-pairs", action="store_true", help="with --inputs: also give every pair's raw P(YES)")
     p.add_argument(
+        "--unlocked-output",
+        action="store_true",
+        help="with -o FILE: where FILE cannot be locked (a file system without locks), write it after a warning "
+        "rather than refuse it (a second job writing it would go unseen)",
+    )
+    p.add_argument(
         "--engine",
         choices=("process", "ray"),
         default="process",

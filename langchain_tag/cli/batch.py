@@ -46,6 +46,11 @@ def add_batch_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--mapping", metavar="FILE", help="the export's mapping.jsonl (default: rebuilt from the inputs)")
     p.add_argument("-o", "--output", metavar="FILE", help='then write each input\'s matched rules here ("-": stdout)')
     p.add_argument("--all-pairs", action="store_true", help="with -o: also give every pair's raw P(YES)")
+    p.add_argument(
+        "--unlocked-output",
+        action="store_true",
+        help="with -o FILE: where FILE cannot be locked, write it after a warning rather than refuse it",
+    )
     add_judge_options(p)
     p.set_defaults(func=_cmd_batch_import, max_concurrency=4)
 

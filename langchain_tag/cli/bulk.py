@@ -25,7 +25,9 @@ with --inputs, one JSON line per input, in input order:
   with every rule under "failed". --all-pairs adds "pairs": [{"rule_id": ...,
   "applies": ..., "p_yes": ..., "score": ...}, ...], every rule in rule order.
   -o FILE appears whole or not at all: it is written beside FILE and renamed over it;
-  a second job given the same -o FILE while the first writes it is refused.
+  a second job given the same -o FILE while the first writes it is refused. An -o FILE
+  that cannot be locked (a file system without locks: NFS without a lock daemon) is
+  refused, as a second job would go unseen; --unlocked-output writes it after a warning.
   Jobs sharing a verdict cache (--verdicts) never judge one pair twice: a job waits
   for the pairs another is judging, says which job it waits for, and gives up (exit 1)
   after 600 s; a claim older than an hour is taken over.
@@ -78,7 +80,7 @@ def cmd_match_inputs(args: argparse.Namespace) -> int:
         check_output_path(args.output)  # and so is a place the results could not be written to
     rules = load_rules(args.rules)
     if not items:  # nothing to judge: an empty result, as sort and jq give for an empty input
-        where = write_records([], args.output)
+        where = write_records([], args.output, unlocked=args.unlocked_output)
         print(f"0 inputs: {_inputs_name(args.inputs)} holds none; wrote an empty result to {where}", file=sys.stderr)
         return 0
     judge = decisions_model() if args.decisions else get_chat_model(role="judge")
@@ -171,7 +173,7 @@ def write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) -> 
         return match_corpus(sendable, retriever, all_pairs=args.all_pairs)
 
     results = counted(_with_unsendable(args, items, retriever, judge) if ray else judge(items))
-    where = write_records(results, args.output)
+    where = write_records(results, args.output, unlocked=getattr(args, "unlocked_output", False))
     failed = f", {tally['failed']} failed judgments on {tally['inputs_failed']} inputs" if tally["failed"] else ""
     print(f"{len(items)} inputs, {tally['matched']} matched rules{failed}; wrote {where}", file=sys.stderr)
     if not items:

@@ -126,7 +126,7 @@ def run_cascade(args: argparse.Namespace, items: list[Any], retriever: Any) -> i
     records, report = cascade_corpus(
         items, retriever, embeddings, targets=targets, cheap=cheap, all_pairs=args.all_pairs
     )
-    where = write_records(records, args.output)
+    where = write_records(records, args.output, unlocked=getattr(args, "unlocked_output", False))
     if args.cascade_report:
         Path(args.cascade_report).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
     matched = sum(len(r["matched"]) for r in records)

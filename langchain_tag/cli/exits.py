@@ -11,15 +11,15 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import NoReturn
 
-from langchain_tag.calls._identity import redact_urls
-
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_JUDGMENTS_FAILED",
     "EXIT_STATUS_HELP",
     "EXIT_STDOUT_CLOSED",
     "EXIT_TERMINATED",
+    "Interrupts",
     "Terminated",
+    "interrupts_watched",
     "one_line",
     "sigterm_as_interrupt",
     "stdout_to_devnull",
@@ -56,6 +56,8 @@ exit status:
 def one_line(exc: BaseException) -> str:
     """The error on one line, URLs redacted; a validation error as its field and message, without pydantic's links."""
     from pydantic import ValidationError
+
+    from langchain_tag.calls._identity import redact_urls  # here, not at import: the CLI starts watching Ctrl-C sooner
 
     if isinstance(exc, ValidationError):
         parts = []
@@ -102,6 +104,54 @@ def sigterm_as_interrupt() -> Iterator[None]:
         raise interrupt from exc
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+class Interrupts:
+    """Ctrl-C over a command's run, remembered even where a library swallows it or turns it into another error.
+
+    Python goes on after an interrupt raised in a finalizer ("Exception ignored ... KeyboardInterrupt"), and
+    some libraries (pydantic-core building a schema) turn it into an error of their own: :attr:`seen` still says
+    the command was interrupted, so it ends as an interrupted one. Once :meth:`settle` is called (the command has
+    ended), Ctrl-C is only remembered, so the command's last line is written whole.
+
+    Attributes:
+        seen: Whether Ctrl-C came.
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._raising = True
+
+    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        """The ``SIGINT`` handler: remember it and, until :meth:`settle`, raise ``KeyboardInterrupt``."""
+        self.seen = True
+        if self._raising:
+            raise KeyboardInterrupt
+
+    def settle(self) -> None:
+        """From now on, Ctrl-C is remembered but raises nothing."""
+        self._raising = False
+
+
+@contextlib.contextmanager
+def interrupts_watched() -> Iterator[Interrupts]:
+    """Within the block, Ctrl-C raises ``KeyboardInterrupt`` as usual and is remembered (:class:`Interrupts`).
+
+    Outside the main thread, or where Ctrl-C is ignored (a background job of a shell), nothing changes.
+    """
+    watch = Interrupts()
+    if threading.current_thread() is not threading.main_thread():
+        yield watch
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        yield watch
+        return
+    signal.signal(signal.SIGINT, watch.on_sigint)
+    try:
+        yield watch
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 def _interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:

@@ -19,13 +19,6 @@ from typing import Any, NoReturn
 from typing_extensions import override
 
 from langchain_tag import __version__
-from langchain_tag.calls._identity import install_redaction
-from langchain_tag.cli._demo_command import add_demo_command
-from langchain_tag.cli._extract_command import add_extract_command
-from langchain_tag.cli._match_command import add_match_command
-from langchain_tag.cli._run_command import add_run_command
-from langchain_tag.cli.batch import add_batch_commands
-from langchain_tag.cli.bulk import what_was_kept
 from langchain_tag.cli.exits import (
     EXIT_INTERRUPTED,
     EXIT_JUDGMENTS_FAILED,
@@ -33,11 +26,11 @@ from langchain_tag.cli.exits import (
     EXIT_STDOUT_CLOSED,
     EXIT_TERMINATED,
     Terminated,
+    interrupts_watched,
     one_line,
     sigterm_as_interrupt,
     stdout_to_devnull,
 )
-from langchain_tag.cli.review import add_review_command
 
 __all__ = ["EXIT_JUDGMENTS_FAILED", "build_parser", "configure_logging", "main"]
 
@@ -56,6 +49,14 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
+    # The commands' modules are imported here, inside main's watch on Ctrl-C, not when this module is.
+    from langchain_tag.cli._demo_command import add_demo_command
+    from langchain_tag.cli._extract_command import add_extract_command
+    from langchain_tag.cli._match_command import add_match_command
+    from langchain_tag.cli._run_command import add_run_command
+    from langchain_tag.cli.batch import add_batch_commands
+    from langchain_tag.cli.review import add_review_command
+
     parser = _Parser(
         prog="langchain-tag",
         description="Task-Aligned Retrieval: extract rules, match them to inputs, run the executor.",
@@ -102,6 +103,8 @@ def configure_logging(debug: bool) -> None:
     request's URL; :func:`~langchain_tag.calls._identity.install_redaction` masks a base URL's
     ``user:pass@`` and ``?api-key=...`` in them, and in every other record, at the root handlers.
     """
+    from langchain_tag.calls._identity import install_redaction
+
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     install_redaction()
 
@@ -115,27 +118,45 @@ def main(argv: list[str] | None = None) -> int:
         :data:`EXIT_STDOUT_CLOSED` (the reader of standard output went away);
         usage errors exit with 2 (``SystemExit``).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    configure_logging(args.debug)
-    try:
-        with sigterm_as_interrupt():
-            code: Any = args.func(args)
-    except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        stopped = "terminated (SIGTERM)" if terminated else "interrupted"
-        print(f"langchain-tag: {stopped}{what_was_kept(args)}", file=sys.stderr)
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader of stdout went away (| head): stop quietly, as a Unix tool SIGPIPE ends.
-        stdout_to_devnull()
-        return EXIT_STDOUT_CLOSED
-    except Exception as exc:
-        if args.debug:
-            raise
-        print(f"langchain-tag: error: {one_line(exc)}", file=sys.stderr)
-        return 1
-    return int(code or 0)
+    args: argparse.Namespace | None = None
+    with interrupts_watched() as interrupts:  # first: Ctrl-C at any moment ends the command as interrupted
+        try:
+            args = build_parser().parse_args(argv)
+            configure_logging(args.debug)
+            with sigterm_as_interrupt():
+                code: Any = args.func(args)
+        except KeyboardInterrupt as exc:
+            interrupts.settle()
+            return _interrupted(args, terminated=isinstance(exc, Terminated))
+        except BrokenPipeError:
+            interrupts.settle()
+            # The reader of stdout went away (| head): stop quietly, as a Unix tool SIGPIPE ends.
+            stdout_to_devnull()
+            return EXIT_STDOUT_CLOSED
+        except Exception as exc:
+            interrupts.settle()
+            if interrupts.seen:  # an interrupt a library turned into an error of its own
+                return _interrupted(args, terminated=False)
+            if args is not None and args.debug:
+                raise
+            print(f"langchain-tag: error: {one_line(exc)}", file=sys.stderr)
+            return 1
+        interrupts.settle()
+        if interrupts.seen:  # an interrupt swallowed on the way (a finalizer's): the command did not end whole
+            return _interrupted(args, terminated=False)
+        return int(code or 0)
+
+
+def _interrupted(args: argparse.Namespace | None, *, terminated: bool) -> int:
+    """Say on one line that the command was stopped and what it kept; the exit status of Ctrl-C or SIGTERM."""
+    kept = ""
+    if args is not None:
+        from langchain_tag.cli.bulk import what_was_kept
+
+        kept = what_was_kept(args)
+    stopped = "terminated (SIGTERM)" if terminated else "interrupted"
+    print(f"langchain-tag: {stopped}{kept}", file=sys.stderr)
+    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

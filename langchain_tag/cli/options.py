@@ -112,7 +112,7 @@ def _stdin_text() -> str:
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:
         return sys.stdin.read()
-    data = buffer.read()
+    data: bytes = buffer.read()
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from langchain_tag.errors import TagError
-from langchain_tag.judging._claim_owners import CLAIM_TTL, HOST, LIVE_OWNERS, new_owner, owner_host_and_pid
+from langchain_tag.judging._claim_owners import CLAIM_TTL, LIVE_OWNERS, claimant, new_owner, owner_host_and_pid
 from langchain_tag.judging._sqlite_verdicts import SQLiteVerdictCache, VerdictCacheError
 
 logger = logging.getLogger(__name__)
@@ -139,11 +139,16 @@ class _Waiting:
             mine = [k for k in self.keys if k not in still]
             with contextlib.suppress(VerdictCacheError):
                 claims.release(mine)
+            who, named = self.named(held)
+            advice = (
+                f"if that job has stopped or hangs, end it (its claims lapse {claims.ttl:g} s after they were made)"
+                if named
+                else f"its claims lapse {claims.ttl:g} s after they were made: run this job again then"
+            )
             raise ClaimWaitError(
                 f"gave up after {claims.wait_limit:g} s waiting for {_pairs(len(held))} another job claimed in "
-                f"the verdict cache {claims.cache.path} ({self.who(held)}): if that job has stopped or hangs, end "
-                f"it (its claims lapse {claims.ttl:g} s after they were made), or give this job a verdict cache of "
-                "its own (--verdicts FILE)",
+                f"the verdict cache {claims.cache.path} ({who}): {advice}, or give this job a verdict cache of its "
+                "own (--verdicts FILE)",
                 path=claims.cache.path,
                 keys=held,
             )
@@ -162,15 +167,32 @@ class _Waiting:
         return max(0.0, min(claims.poll, self.deadline - now))
 
     def who(self, held: Sequence[str]) -> str:
-        """The jobs holding ``held``: their PIDs (and hosts, when not this one) and the age of their claims."""
+        """The jobs holding ``held``, as :meth:`named` gives them."""
+        return self.named(held)[0]
+
+    def named(self, held: Sequence[str]) -> tuple[str, bool]:
+        """The jobs holding ``held`` and whether a process of theirs is named (one to end, if it hangs).
+
+        A job is named by its PID (and host, when not this one) only when that process is the one that made the
+        claims: a PID another process has now (the job ended, its PID reused) is not named, so no advice points
+        at a process that is not the job's. Each job comes with the age of its claims.
+        """
         try:
             owners = self.claims.cache.claimants(held)
         except VerdictCacheError:
-            return "a job that could not be named"
+            return "a job that could not be named", False
         now = time.time()
         parts = []
+        named = False
         for owner, (count, oldest) in sorted(owners.items(), key=lambda o: -o[1][0])[:3]:
             host, pid = owner_host_and_pid(owner)
-            where = "" if host == HOST else f" on host {host}"
-            parts.append(f"pid {pid}{where}: {_pairs(count)}, claimed {max(0.0, now - oldest):.0f} s ago")
-        return "; ".join(parts) or "claims since dropped"
+            state = claimant(owner)
+            if state == "ended":
+                job = "a job that has ended (another process has its PID now)"
+            else:
+                named = True
+                job = f"pid {pid}" + {"another host": f" on host {host}", "unchecked": " (if still that job)"}.get(
+                    state, ""
+                )
+            parts.append(f"{job}: {_pairs(count)}, claimed {max(0.0, now - oldest):.0f} s ago")
+        return "; ".join(parts) or "claims since dropped", named

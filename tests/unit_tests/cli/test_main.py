@@ -747,6 +747,60 @@ def test_match_inputs_an_unencodable_input_fails_alone_naming_its_id_and_line(
     assert [r["pairs"] for r in alone] == [r["pairs"] for r in records[1:]]
 
 
+def _no_locks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``flock`` failing as on NFS without a lock daemon."""
+    import errno
+    import fcntl
+
+    def flock(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+
+
+@pytest.mark.parametrize("command", ["match", "batch import"])
+def test_an_output_that_cannot_be_locked_is_refused_unless_unlocked_output(
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    rules: list[Rule],
+) -> None:
+    from tests.helpers.judge_fakes import answer
+
+    judge = scored_judge()
+    monkeypatch.setattr(models, "get_chat_model", lambda **kw: judge)
+    rule_file = str(save_rules(rules, tmp_path / "rules.jsonl"))
+    inputs = str(_inputs_file(tmp_path))
+    out = tmp_path / "out.jsonl"
+    verdicts = ["--verdicts", str(tmp_path / "v.sqlite")]
+    if command == "match":
+        argv = ["match", "--inputs", inputs, "--rules", rule_file, *verdicts, "-o", str(out)]
+    else:
+        common = ["--inputs", inputs, "--rules", rule_file, "--model", "gpt-4o-mini", *verdicts]
+        assert main(["batch", "export", *common, "--out", str(tmp_path / "batch")]) == 0
+        results = answer(sorted((tmp_path / "batch").glob("batch-*.jsonl")), tmp_path / "results.jsonl")
+        argv = ["batch", "import", str(results), *common, "-o", str(out)]
+    capsys.readouterr()
+    _no_locks(monkeypatch)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("langchain-tag: error: ") == 1 and "wrote" not in err
+    assert f"cannot write {out}: it cannot be locked" in err and "--unlocked-output" in err
+    assert not out.exists() and judge.calls == 0  # refused before any judgment
+    assert main([*argv, "--unlocked-output"]) == 0
+    assert f"wrote {out}" in capsys.readouterr().err
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and f"{out} is not locked" in r.message]
+    assert len(out.read_text().splitlines()) == len(BULK_TEXTS)
+
+
+def test_match_help_documents_unlocked_output() -> None:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    flat = " ".join(sub.choices["match"].format_help().split())  # type: ignore[attr-defined]
+    assert "--unlocked-output" in flat and "cannot be locked" in flat
+
+
 @pytest.mark.parametrize("where", ["directory", "under a file", "named pipe"])
 def test_match_inputs_refuses_an_output_it_cannot_write_before_any_judgment(
     where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, rules: list[Rule]

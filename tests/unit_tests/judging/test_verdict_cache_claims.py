@@ -20,9 +20,17 @@ from langchain_tag.scale.bulk import match_corpus
 from tests.helpers.judge_fakes import scored_judge
 
 
-def claim_as(path: Path, key: str, *, pid: int, age: float) -> str:
-    """Write another job's claim on ``key``: a process ``pid`` of this host that claimed it ``age`` seconds ago."""
-    owner = f"{socket.gethostname()}:{pid}:other"
+def started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (field 22 of ``/proc/PID/stat``)."""
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]
+
+
+def claim_as(path: Path, key: str, *, pid: int, age: float, since: str | None = None) -> str:
+    """Write another job's claim on ``key``: a process ``pid`` of this host that claimed it ``age`` seconds ago.
+
+    ``since``: when the claiming process started (default: when ``pid`` did, so it is that process's claim).
+    """
+    owner = f"{socket.gethostname()}:{pid}:{started(pid) if since is None else since}:other"
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)", (key, owner, time.time() - age))
     return owner
@@ -55,6 +63,33 @@ def test_a_waiting_job_says_what_it_waits_for_and_gives_up_after_its_limit(
     said = caplog.text
     assert "waiting for 1 pair" in said and f"pid {os.getppid()}" in said and "giving up after 0.3 s" in said
     assert cache.claim(["k0"], "someone") == []  # what it had claimed before giving up is released
+
+
+def test_a_claim_whose_pid_another_process_has_now_names_no_process_to_end(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The job that claimed it ended and its PID went to another process (here the parent): not one to end."""
+    cache = SQLiteVerdictCache(tmp_path / "v.sqlite")
+    claim_as(cache.path, "k1", pid=os.getppid(), age=1, since=str(int(started(os.getppid())) + 1))
+    claims = Claims(cache, poll=0.01, wait_limit=0.2)
+    with caplog.at_level(logging.INFO), claims, pytest.raises(ClaimWaitError) as caught:
+        claims.wait(["k1"])
+    for said in (str(caught.value), caplog.text):
+        assert f"pid {os.getppid()}" not in said and str(os.getppid()) not in said
+        assert "a job that has ended" in said
+    message = str(caught.value)
+    assert "end it" not in message and "lapse 3600 s after they were made" in message
+    assert "--verdicts FILE" in message
+
+
+def test_a_claim_of_this_process_names_it(tmp_path: Path) -> None:
+    cache = SQLiteVerdictCache(tmp_path / "v.sqlite")
+    with Claims(cache) as other:
+        other.take(["k1"])
+        claims = Claims(cache, poll=0.01, wait_limit=0.1)
+        with claims, pytest.raises(ClaimWaitError) as caught:
+            claims.wait(["k1"])
+    assert f"pid {os.getpid()}:" in str(caught.value) and "end it" in str(caught.value)
 
 
 async def test_the_async_wait_gives_up_too(tmp_path: Path) -> None:
