@@ -26,7 +26,16 @@ from langchain_tag.app._graph import BELOW_THE_LINE, InputError, build_app_graph
 from langchain_tag.app._models import AppModels, env_models
 from langchain_tag.app._progress import PROGRESS_EVENT, JudgingProgress
 from langchain_tag.app._review import REVIEW_KIND, ReviewError, apply_decision
-from langchain_tag.app._schemas import ReviewRecord, ReviewRequest, RuleRef, TagInput, TagOutput
+from langchain_tag.app._schemas import (
+    ReviewRecord,
+    ReviewRequest,
+    ReviewRule,
+    RuleInput,
+    RuleRef,
+    RuleSource,
+    TagInput,
+    TagOutput,
+)
 
 if TYPE_CHECKING:
     from langgraph_sdk.runtime import ServerRuntime
@@ -42,7 +51,10 @@ __all__ = [
     "ReviewError",
     "ReviewRecord",
     "ReviewRequest",
+    "ReviewRule",
+    "RuleInput",
     "RuleRef",
+    "RuleSource",
     "RunSettings",
     "TagContext",
     "TagInput",
