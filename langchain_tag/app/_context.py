@@ -33,7 +33,7 @@ from langchain_tag.graph import MODES, Mode
 from langchain_tag.judging._check_loop import CHECK_ROUNDS
 from langchain_tag.ranges import THRESHOLD, Range
 
-__all__ = ["RULE_SETS", "ContextError", "RunSettings", "TagContext", "settings_from_context"]
+__all__ = ["RULE_SETS", "ContextError", "RunSettings", "TagContext", "check_context_keys", "settings_from_context"]
 
 RULE_SETS: tuple[str, ...] = ("demo",)
 """The rule sets shipped with the package, by name: ``demo`` is the code review policy of ``langchain-tag demo``."""
@@ -184,6 +184,38 @@ def _base_url(value: Any) -> str | None:
     return url
 
 
+def check_context_keys(context: Any) -> None:
+    """Refuse a context that is no object of settings, or holds a key :class:`TagContext` does not name.
+
+    The served graph's factory calls it on the run's context as the client sent it: the server drops the keys
+    the schema does not name before the graph sees the context, so a misspelt key would otherwise go unnoticed.
+
+    Args:
+        context: The run's context, or ``None``.
+
+    Raises:
+        ContextError: On a context that is no object, or an unknown key (naming the closest known one).
+
+    Example:
+        >>> check_context_keys({"treshold": 0.9})
+        Traceback (most recent call last):
+        ...
+        langchain_tag.app._context.ContextError: unknown context key 'treshold' (did you mean 'threshold'?); \
+the settings are: judge_model, judge_base_url, threshold, rules_file, rule_set, mode, check_rounds, review, \
+executor, k
+    """
+    if context is None:
+        return
+    if not isinstance(context, Mapping):
+        raise ContextError(f"the run's context must be an object of settings, got {type(context).__name__}")
+    known = tuple(TagContext.__annotations__)
+    for key in context:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ContextError(f"unknown context key {key!r}{hint}; the settings are: {', '.join(known)}")
+
+
 def settings_from_context(context: Mapping[str, Any] | None) -> RunSettings:
     """Check a run's context and fill in the defaults.
 
@@ -198,14 +230,7 @@ def settings_from_context(context: Mapping[str, Any] | None) -> RunSettings:
     """
     if context is None:
         return RunSettings()
-    if not isinstance(context, Mapping):
-        raise ContextError(f"the run's context must be an object of settings, got {type(context).__name__}")
-    known = tuple(TagContext.__annotations__)
-    for key in context:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ContextError(f"unknown context key {key!r}{hint}; the settings are: {', '.join(known)}")
+    check_context_keys(context)
     rules_file = _text("rules_file", context.get("rules_file"))
     rule_set = _choice("rule_set", context.get("rule_set"), RULE_SETS, "a shipped rule set")
     if rules_file is not None and rule_set is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManager
@@ -46,12 +47,12 @@ from typing_extensions import override
 
 from langchain_tag._mode_retrievers import make_retriever
 from langchain_tag._pipeline_steps import PipelineSteps
-from langchain_tag.app._context import RunSettings, TagContext, settings_from_context
+from langchain_tag.app._context import ContextError, RunSettings, TagContext, settings_from_context
 from langchain_tag.app._models import AppModels
 from langchain_tag.app._progress import JudgingProgress
 from langchain_tag.app._review import ReviewError, apply_decision, review_request
 from langchain_tag.app._run import RunResources
-from langchain_tag.app._schemas import ReviewRequest, RuleRef, TagInput, TagOutput, rule_ref
+from langchain_tag.app._schemas import ReviewRequest, ReviewRule, RuleRef, TagInput, TagOutput, review_rule, rule_ref
 from langchain_tag.errors import RuleFileError, TagError
 from langchain_tag.judging._check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.results import MatchResult
@@ -117,8 +118,33 @@ def _input_rules(given: Any) -> list[Rule]:
     return rules
 
 
+def _rule_file(given: str) -> list[Rule]:
+    """The rules of the context's ``rules_file``; a file that cannot be read fails as the setting it is.
+
+    A missing file or a directory is the run's setting at fault, not the server: the error names the key and
+    the path (a relative one with the folder the server read it from).
+    """
+    try:
+        return load_rules(given)
+    except OSError as exc:
+        path = Path(given)
+        where = repr(given) if path.is_absolute() else f"{given!r} ({path.absolute()})"
+        if isinstance(exc, FileNotFoundError):
+            what = "no such file on the server"
+        elif isinstance(exc, IsADirectoryError):
+            what = "a directory, not a rule file"
+        else:
+            cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+            what = f"cannot read it ({cause.strerror or cause})"
+        raise ContextError(f"context key 'rules_file': {where}: {what}") from None
+
+
 def _refs(ids: Sequence[str], rules: dict[str, Rule], scores: dict[str, float | None]) -> list[RuleRef]:
     return [rule_ref(rules[rule_id], scores.get(rule_id)) for rule_id in ids]
+
+
+def _offered(ids: Sequence[str], rules: dict[str, Rule], scores: dict[str, float | None]) -> list[ReviewRule]:
+    return [review_rule(rules[rule_id], scores.get(rule_id)) for rule_id in ids]
 
 
 def _started(progress: JudgingProgress, config: RunnableConfig) -> RunnableConfig:
@@ -151,7 +177,7 @@ class _App(PipelineSteps[_AppState]):
         if state.get("rules") is not None:
             return _input_rules(state.get("rules"))
         if settings.rules_file is not None:
-            return load_rules(settings.rules_file)
+            return _rule_file(settings.rules_file)
         return self.models.rule_set(settings.rule_set, self.run.cache(settings))
 
     @staticmethod
@@ -215,7 +241,8 @@ class _App(PipelineSteps[_AppState]):
             return {}
         proposed = list(state.get("proposed") or [])
         scores = state.get("scores") or {}
-        request = review_request(state["input"], _refs(proposed, rules, scores), state.get("below") or [])
+        below = [ref["rule_id"] for ref in state.get("below") or []]
+        request = review_request(state["input"], _offered(proposed, rules, scores), _offered(below, rules, scores))
         decision = interrupt(request)
         while True:  # a value that is no decision asks again, saying why (each answer stays in the thread)
             try:

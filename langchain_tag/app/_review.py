@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_tag.app._schemas import ReviewRecord, ReviewRequest, RuleRef
+from langchain_tag.app._schemas import ReviewRecord, ReviewRequest, ReviewRule
 from langchain_tag.errors import TagError
 
 __all__ = ["REVIEW_KIND", "ReviewError", "apply_decision", "review_request"]
@@ -40,8 +40,8 @@ class ReviewError(TagError, ValueError):
     """A review's resume value is not a decision, or names a rule the run does not have."""
 
 
-def review_request(text: str, matched: Sequence[RuleRef], below: Sequence[RuleRef]) -> ReviewRequest:
-    """The payload of the review interrupt."""
+def review_request(text: str, matched: Sequence[ReviewRule], below: Sequence[ReviewRule]) -> ReviewRequest:
+    """The payload of the review interrupt: each offered rule with its condition and source span."""
     return ReviewRequest(kind=REVIEW_KIND, input=text, matched=list(matched), below=list(below), resume=RESUME_HELP)
 
 

@@ -7,14 +7,25 @@ API, an in-memory checkpointer and a SQLite one.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, with_config
 from typing_extensions import NotRequired, Required, TypedDict
 
 from langchain_tag.rules import Rule
 
-__all__ = ["ReviewRecord", "ReviewRequest", "RuleRef", "TagInput", "TagOutput", "rule_ref"]
+__all__ = [
+    "ReviewRecord",
+    "ReviewRequest",
+    "ReviewRule",
+    "RuleInput",
+    "RuleRef",
+    "RuleSource",
+    "TagInput",
+    "TagOutput",
+    "review_rule",
+    "rule_ref",
+]
 
 
 class RuleRef(TypedDict):
@@ -27,6 +38,39 @@ class RuleRef(TypedDict):
         float | None,
         Field(description="The judge's calibrated score (the threshold applies to it); null when not judged."),
     ]
+
+
+class RuleSource(TypedDict):
+    """Where a rule came from: the verbatim span of its source document."""
+
+    text: Annotated[str, Field(description="The verbatim span of the source document behind the rule.")]
+    document_id: Annotated[str | None, Field(description="The source document's id, if known.")]
+    start: Annotated[int | None, Field(description="The span's start offset in the document, if verified.")]
+    end: Annotated[int | None, Field(description="The span's end offset (exclusive), if verified.")]
+
+
+class ReviewRule(RuleRef):
+    """A rule as a review offers it: what it does, when it applies, and where it came from."""
+
+    condition: Annotated[str, Field(description="When the rule applies: the state of the input the judge checks.")]
+    source: Annotated[RuleSource, Field(description="The span of the source document the rule was drawn from.")]
+
+
+@with_config(ConfigDict(extra="allow"))
+class RuleInput(TypedDict, total=False):
+    """A rule given with a run's input (as ``langchain-tag extract`` writes one; other fields are kept)."""
+
+    rule_id: Required[Annotated[str, Field(min_length=1, description="Unique id within the rules, e.g. R-001.")]]
+    rule_name: Required[Annotated[str, Field(min_length=1, description="Three to eight distinctive words.")]]
+    condition: Required[
+        Annotated[str, Field(min_length=1, description="When the rule applies: a state of the input, checkable.")]
+    ]
+    action: Required[Annotated[str, Field(min_length=1, description="What the executor does when the rule applies.")]]
+    source_text: Annotated[str, Field(description="The verbatim span of the source document behind the rule.")]
+    category_tags: Annotated[list[str], Field(description="One to three short tags grouping the rule.")]
+    document_id: Annotated[str | None, Field(description="The source document's id.")]
+    source_start: Annotated[int | None, Field(description="Start offset of source_text in the document.")]
+    source_end: Annotated[int | None, Field(description="End offset (exclusive) of source_text in the document.")]
 
 
 class ReviewRecord(TypedDict):
@@ -46,9 +90,10 @@ class ReviewRequest(TypedDict):
 
     kind: Annotated[str, Field(description="Always 'tag_review'.")]
     input: Annotated[str, Field(description="The task input.")]
-    matched: Annotated[list[RuleRef], Field(description="The rules the judge matched, highest score first.")]
+    matched: Annotated[list[ReviewRule], Field(description="The rules the judge matched, highest score first.")]
     below: Annotated[
-        list[RuleRef], Field(description="The closest rules below the line (not matched), highest score first.")
+        list[ReviewRule],
+        Field(description="The closest rules below the line (not matched), highest score first."),
     ]
     resume: Annotated[str, Field(description="How to resume.")]
     error: NotRequired[Annotated[str, Field(description="Why the last resume value was not taken, if it was not.")]]
@@ -60,11 +105,8 @@ class TagInput(TypedDict, total=False):
     input: Required[Annotated[str, Field(description="The task input: the code or text the rules apply to.")]]
     rules: NotRequired[
         Annotated[
-            list[dict[str, Any]] | None,
-            Field(
-                description="Rules for this run (objects with rule_id, rule_name, condition, action, ...), "
-                "instead of the context's rules_file or rule_set."
-            ),
+            list[RuleInput] | None,
+            Field(description="Rules for this run, instead of the context's rules_file or rule_set."),
         ]
     ]
 
@@ -89,3 +131,11 @@ class TagOutput(TypedDict, total=False):
 def rule_ref(rule: Rule, score: float | None) -> RuleRef:
     """The :class:`RuleRef` of ``rule`` with its score."""
     return RuleRef(rule_id=rule.rule_id, rule_name=rule.rule_name, action=rule.action, score=score)
+
+
+def review_rule(rule: Rule, score: float | None) -> ReviewRule:
+    """The :class:`ReviewRule` of ``rule`` with its score: its reference, condition and source span."""
+    source = RuleSource(
+        text=rule.source_text, document_id=rule.document_id, start=rule.source_start, end=rule.source_end
+    )
+    return ReviewRule(**rule_ref(rule, score), condition=rule.condition, source=source)

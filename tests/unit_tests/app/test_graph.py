@@ -274,3 +274,34 @@ def test_a_run_builds_its_judge_cache_and_judge_state_once_across_its_nodes(
     out = build_app_graph(models).invoke({"input": CODE, "rules": _rules(rules)}, context={"check_rounds": 2})
     assert out["rounds"] == 3  # a match and three checks, each judging
     assert (len(caches), len(judges), len({id(state) for state in states})) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("where", ["missing", "directory"])
+def test_a_rules_file_that_cannot_be_read_fails_the_run_naming_the_key_and_path(tmp_path: Path, where: str) -> None:
+    path = tmp_path / "no-such-rules.jsonl" if where == "missing" else tmp_path
+    graph = build_app_graph(fake_models())
+    with pytest.raises(ContextError) as raised:
+        graph.invoke({"input": CODE}, context={"rules_file": str(path)})
+    message = str(raised.value)
+    assert message.startswith("context key 'rules_file': ") and str(path) in message
+    assert ("no such file" if where == "missing" else "a directory") in message
+
+
+def test_a_relative_rules_file_names_where_the_server_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ContextError, match=r"'rules\.jsonl'") as raised:
+        build_app_graph(fake_models()).invoke({"input": CODE}, context={"rules_file": "rules.jsonl"})
+    assert str(tmp_path / "rules.jsonl") in str(raised.value)
+
+
+def test_the_review_offers_each_rules_condition_and_source_span(rules: list[Rule]) -> None:
+    spanned = [r.model_copy(update={"document_id": "style.md", "source_start": 10, "source_end": 30}) for r in rules]
+    graph, config = _reviewed(spanned, InMemorySaver())
+    (pending,) = graph.get_state(config).interrupts
+    by_id = {r.rule_id: r for r in spanned}
+    for offered in pending.value["matched"] + pending.value["below"]:
+        rule = by_id[offered["rule_id"]]
+        assert offered["condition"] == rule.condition and offered["action"] == rule.action
+        assert offered["source"] == {"text": rule.source_text, "document_id": "style.md", "start": 10, "end": 30}
+    out = graph.invoke(Command(resume=True), config)
+    assert set(out["matched"][0]) == {"rule_id", "rule_name", "action", "score"}  # the output's refs stay short

@@ -42,3 +42,26 @@ def test_the_context_schema_lists_every_setting_documented() -> None:
     mode = schema["properties"]["mode"]["anyOf"][0]
     assert mode["enum"] == ["tag", "relevance", "all_rules", "similarity", "none"]
     assert schema["properties"]["threshold"]["anyOf"][0] == {"maximum": 1, "minimum": 0, "type": "number"}
+
+
+def test_the_input_rules_are_typed_so_studio_renders_a_rule_form() -> None:
+    schema = build_app_graph(fake_models()).get_input_jsonschema()
+    rules = schema["properties"]["rules"]
+    (listed,) = [s for s in rules.get("anyOf", [rules]) if s.get("type") == "array"]
+    item = schema["$defs"][listed["items"]["$ref"].rsplit("/", 1)[1]]
+    assert set(item["required"]) == {"rule_id", "rule_name", "condition", "action"}
+    assert {"rule_id", "rule_name", "condition", "action", "source_text", "category_tags"} <= set(item["properties"])
+    assert all(p.get("description") for p in item["properties"].values())
+    assert item["properties"]["condition"]["type"] == "string"
+    assert item.get("additionalProperties") is True  # a rule's own extra fields (severity, url) are kept
+
+
+def test_the_review_request_schema_offers_condition_and_source() -> None:
+    from pydantic import TypeAdapter
+
+    from langchain_tag.app import ReviewRequest
+
+    schema = TypeAdapter(ReviewRequest).json_schema()
+    offered = schema["$defs"][schema["properties"]["matched"]["items"]["$ref"].rsplit("/", 1)[1]]
+    assert {"rule_id", "rule_name", "condition", "action", "score", "source"} <= set(offered["properties"])
+    assert all(p.get("description") for p in offered["properties"].values())

@@ -229,6 +229,63 @@ async def test_a_bad_setting_fails_the_run_not_the_server(
     assert given_ids(again["output"]) == ["R-001", "R-002", "R-003", "R-004", "R-005"]
 
 
+async def _error(client: Any, rules: list[Rule], context: dict[str, Any]) -> dict[str, Any]:
+    """The one error event of a run on a new thread with ``context``."""
+    thread_id = (await client.threads.create())["thread_id"]
+    parts = await _parts(
+        client.runs.stream(thread_id, "tag", input={"input": CODE, "rules": _rules(rules)}, context=context)
+    )
+    errors = [data for event, data in parts if event == "error"]
+    assert len(errors) == 1, parts
+    return dict(errors[0])
+
+
+@pytest.mark.parametrize(
+    ("context", "key", "meant"),
+    [({"treshold": 0.99}, "treshold", "threshold"), ({"check_round": 0}, "check_round", "check_rounds")],
+)
+async def test_a_misspelt_context_key_fails_the_served_run_naming_it(
+    client: Any, rules: list[Rule], context: dict[str, Any], key: str, meant: str
+) -> None:
+    error = await _error(client, rules, context)
+    assert error["error"] == "ContextError"
+    assert f"unknown context key {key!r} (did you mean {meant!r}?)" in error["message"]
+
+
+async def test_a_rules_file_the_server_cannot_read_names_the_key_and_path(
+    client: Any, served: tuple[str, FakeEndpoint, Path], tmp_path: Path
+) -> None:
+    for path in (tmp_path / "no-such-rules.jsonl", tmp_path):
+        thread_id = (await client.threads.create())["thread_id"]
+        parts = await _parts(
+            client.runs.stream(thread_id, "tag", input={"input": CODE}, context={"rules_file": str(path)})
+        )
+        errors = [data for event, data in parts if event == "error"]
+        assert len(errors) == 1, parts
+        assert errors[0]["error"] == "ContextError" and errors[0]["message"].startswith("context key 'rules_file': ")
+        assert str(path) in errors[0]["message"]
+
+
+async def test_the_served_review_offers_conditions_and_sources_and_studio_a_rule_form(
+    client: Any, rules: list[Rule]
+) -> None:
+    thread_id = (await client.threads.create())["thread_id"]
+    first = await _parts(
+        client.runs.stream(thread_id, "tag", input={"input": CODE, "rules": _rules(rules)},
+                           context={"review": True, "check_rounds": 0}, stream_mode=["updates"])
+    )  # fmt: skip
+    (payload,) = [d["__interrupt__"][0]["value"] for e, d in first if e == "updates" and "__interrupt__" in d]
+    by_id = {r.rule_id: r for r in rules}
+    for offered in payload["matched"] + payload["below"]:
+        assert offered["condition"] == by_id[offered["rule_id"]].condition
+        assert offered["source"]["text"] == by_id[offered["rule_id"]].source_text
+    (assistant,) = await client.assistants.search(graph_id="tag")
+    schema = (await client.assistants.get_schemas(assistant["assistant_id"]))["input_schema"]
+    (listed,) = [s for s in schema["properties"]["rules"].get("anyOf", []) if s.get("type") == "array"]
+    item = schema["$defs"][listed["items"]["$ref"].rsplit("/", 1)[1]]
+    assert set(item["required"]) == {"rule_id", "rule_name", "condition", "action"}
+
+
 def test_the_readme_sdk_example_runs_against_the_served_graph(served: tuple[str, FakeEndpoint, Path]) -> None:
     env = {**os.environ, "LANGGRAPH_URL": served[0], "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
