@@ -11,7 +11,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decora
 RUNS = {
     "chat": ("judging/chat.py", "ChatJudge._call"),
     "decision": ("judging/decision_judge.py", "DecisionJudge._call"),
-    "chat-decision": ("judging/pairs.py", "render_questions"),
+    "chat-decision": ("judging/_pairs.py", "render_questions"),
     "chat-decision-invoke": ("judging/chat_decision_model.py", "ChatDecisionModel._classify"),
 }
 
