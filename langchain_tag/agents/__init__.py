@@ -11,6 +11,9 @@ Example:
         agent = create_agent(model, tools, middleware=[TagMiddleware(retriever)])
         state = agent.invoke({"messages": [{"role": "user", "content": code}]})
         state["tag_matches"]  # [{"rule_id": ..., "score": ..., "action": ...}, ...]: what the model was told
+
+        # two policies in one agent: each named, each with its own state keys (tag_security_matches, ...)
+        middleware = [TagMiddleware(security, name="security"), TagMiddleware(style, name="style")]
 """
 
 from langchain_tag.errors import require_extra
@@ -25,6 +28,7 @@ from langchain_tag.agents._state import (  # noqa: E402
     CheckReading,
     JudgeFailure,
     RuleMatch,
+    StateKeys,
     TagAgentState,
 )
 
@@ -35,6 +39,7 @@ __all__ = [
     "CheckReading",
     "JudgeFailure",
     "RuleMatch",
+    "StateKeys",
     "TagAgentState",
     "TagMiddleware",
 ]

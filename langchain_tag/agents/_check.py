@@ -24,10 +24,11 @@ CHECK_LOOP = CheckLoop(rounds=1)
 """The middleware's check loop: the package's one (:mod:`langchain_tag.judging._check_loop`), one revision per input."""
 
 DEFAULT_CHECK_NOTE = (
-    "on the project's code-review benchmark, the embedded 1.5B judge's readings of revised code agreed with ruff "
-    "on 7 of 15 checked rules, about chance"
+    "its reliability on these rules has not been measured; a small judge's readings of revised answers have "
+    "been measured at about chance"
 )
-"""How reliable the check's readings are, as the request to revise says it: give your judge's own measured figure."""
+"""How reliable the check's readings are, as the request to revise says it, in no domain's terms: give your judge's
+own measured figure (the benchmark's check-loop page measures one)."""
 
 
 def check_rules(candidates: Sequence[Any], matches: Sequence[RuleMatch]) -> list[Rule]:

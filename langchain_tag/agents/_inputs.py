@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-__all__ = ["CHECK_MESSAGE_NAME", "InputSource", "judged_input"]
+__all__ = ["CHECK_MESSAGE_NAME", "InputSource", "judged_input", "langchains_own", "summarised"]
 
 CHECK_MESSAGE_NAME = "tag_check"
 """The ``name`` of the human message the after-model check adds to ask for a revision; never judged as input."""
@@ -17,13 +17,31 @@ InputSource = Literal["human", "tool"] | Callable[[Mapping[str, Any]], "str | No
 
 ``"human"``: the latest human message. ``"tool"``: the latest tool result, or the latest human message when it is
 newer (so the first call of a turn judges the user's request, and each later one the newest tool result). A
-function: called with the agent's state; ``None`` or an empty string means no rules for this call.
+function: called with the agent's state; ``None`` or an empty string means no rules for this call. Messages
+LangChain marks as its own (``lc_source``, as ``SummarizationMiddleware`` marks its summary) are never inputs.
 """
+
+
+def langchains_own(message: BaseMessage) -> bool:
+    """Whether LangChain marks ``message`` as its own (``lc_source``: a summary of the conversation, ...).
+
+    Example:
+        >>> langchains_own(HumanMessage("Here is a summary ...", additional_kwargs={"lc_source": "summarization"}))
+        True
+        >>> langchains_own(HumanMessage("Review this"))
+        False
+    """
+    return bool(message.additional_kwargs.get("lc_source"))
+
+
+def summarised(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the conversation holds a message LangChain wrote in place of others (a summary)."""
+    return any(langchains_own(message) for message in messages)
 
 
 def _latest(messages: Sequence[BaseMessage], kinds: tuple[type[BaseMessage], ...]) -> str | None:
     for message in reversed(messages):
-        if isinstance(message, kinds) and message.name != CHECK_MESSAGE_NAME:
+        if isinstance(message, kinds) and message.name != CHECK_MESSAGE_NAME and not langchains_own(message):
             return message.text
     return None
 

@@ -25,28 +25,34 @@ from typing_extensions import override
 
 from langchain_tag.agents._block import DEFAULT_HEADING, rules_block, with_block
 from langchain_tag.agents._check import CHECK_LOOP, DEFAULT_CHECK_NOTE, check_rules, reading, revision_request
-from langchain_tag.agents._inputs import InputSource, judged_input
-from langchain_tag.agents._internal import ainternal_callbacks, internal_callbacks
-from langchain_tag.agents._state import (
-    CHECK_KEY,
-    FAILURES_KEY,
-    JUDGED_KEY,
-    MATCHES_KEY,
-    JudgeFailure,
-    RuleMatch,
-    TagAgentState,
+from langchain_tag.agents._config import (
+    OutagePolicy,
+    Retriever,
+    build_retriever,
+    outage_policy,
+    state_prefix,
+    text,
 )
+from langchain_tag.agents._cost import state_cost
+from langchain_tag.agents._inputs import InputSource, judged_input, summarised
+from langchain_tag.agents._internal import ainternal_callbacks, internal_callbacks
+from langchain_tag.agents._state import JudgeFailure, RuleMatch, StateKeys, TagAgentState, state_schema
 from langchain_tag.cascade_retriever import CascadeRetriever
+from langchain_tag.errors import ProviderError
 from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import MatchResult
-from langchain_tag.retrievers import FAILED_EVENT, ApplicabilityRetriever
+from langchain_tag.retrievers import FAILED_EVENT
 from langchain_tag.rules import Rule, rule_documents
 
 __all__ = ["TagMiddleware"]
 
 logger = logging.getLogger(__name__)
 
-Retriever = ApplicabilityRetriever | CascadeRetriever
+ASKED_AGAIN = 1
+"""How many later model calls of the same input ask again a judgment that failed (the cache answers the others)."""
+
+Judged = MatchResult | CascadeResult | ProviderError | None
+"""What judging an input gave: its result, the judge's outage (every judgment failed), or nothing (no input)."""
 
 
 def _digest(text: str | None, rule_ids: Sequence[str]) -> str:
@@ -67,13 +73,20 @@ def _matches(documents: Sequence[Document]) -> list[RuleMatch]:
     ]
 
 
-def _failures(result: Any) -> list[JudgeFailure]:
+def _failures(result: MatchResult | CascadeResult) -> list[JudgeFailure]:
     return [JudgeFailure(rule_id=j.rule_id, error=str(j.error)) for j in result.judgments if j.error is not None]
 
 
 def _failure_event(result: MatchResult | CascadeResult) -> dict[str, Any]:
     """The data of the ``tag_judgments_failed`` event (:meth:`MatchResult.failure_event`) of a judged input."""
     return (result.result if isinstance(result, CascadeResult) else result).failure_event()
+
+
+def _outage(query: str, rule_ids: Sequence[str], error: ProviderError) -> tuple[list[JudgeFailure], dict[str, Any]]:
+    """The failures and the ``tag_judgments_failed`` event of an outage: every rule failed (``*``: rules unknown)."""
+    ids = list(rule_ids) or ["*"]
+    event = {"query": query, "failed_rule_ids": ids, "errors": dict.fromkeys(ids, str(error))}
+    return [JudgeFailure(rule_id=rule_id, error=str(error)) for rule_id in ids], event
 
 
 class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
@@ -87,11 +100,23 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
     **Once per input.** The matches are kept in the agent's state with a digest of the input they belong to, so
     the later model calls of a tool-calling loop on the same input reuse them and call no judge; the retriever's
     verdict cache also answers a pair judged before. A loop of many model calls costs one judgment per rule per
-    new input. After a failed judgment the next call asks again (the cache answers the judgments that worked).
+    new input. After a failed judgment the next call asks again, once (the cache answers the judgments that
+    worked); after that the failure stands for this input, so a rule that keeps failing is not asked on every call.
+    Messages LangChain marks as its own (``lc_source``: ``SummarizationMiddleware``'s summary) are never judged;
+    when the input was summarised away, its matched rules stand for the rest of the turn.
+
+    **The first input's cost.** A calibration with reference inputs (the shipped default of a known judge model,
+    or your own) judges each rule once on each reference input, at the first input that meets the rule: that
+    input takes several times the judge calls of the later ones. The middleware logs the number (INFO) before
+    those calls; ``calibration=None``, or a calibration without reference inputs, avoids them.
 
     **State.** ``tag_matches``: the rules the model was told to follow, each ``{"rule_id", "score", "action"}``
     (``score`` is the judge's calibrated score); ``tag_failures``: the judgments that failed (``{"rule_id",
     "error"}``), counted as NO. Both are in the agent's output; ``state_schema`` is :class:`TagAgentState`.
+
+    **Several policies in one agent.** Each middleware needs a ``name`` (as LangChain tells middlewares apart) and
+    keeps its state under it: ``name="security"`` keeps ``tag_security_matches``, ``tag_security_failures`` and
+    ``tag_security_check`` (:attr:`keys`); a subclass without ``name=`` uses its class name.
 
     **Internal calls.** The judge's calls run under the model call's run (a trace shows them), tagged
     ``nostream`` and marked with LangChain's internal-call metadata (``lc_source="tag_rules"``), so
@@ -101,6 +126,13 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
     the rules that were judged and the failure is recorded in ``tag_failures``, logged, and sent to callbacks as
     the retriever sends it (the custom event ``tag_judgments_failed``); with ``strict=True``
     the call raises :class:`~langchain_tag.judging.results.JudgmentsFailedError`.
+    **An outage** (every judgment of the input failed: the endpoint down or hanging, an error page) follows
+    ``on_outage``: ``"continue"`` (the default without ``strict``) goes on without rules and records every rule
+    in ``tag_failures``, with the warning and the event; ``"error"`` (the default with ``strict=True``) raises
+    the judge's :class:`~langchain_tag.errors.ProviderError`. An outage is not asked again for the same input.
+
+    **Configuration** is checked when the middleware is built: the retriever's kind, the rules (``Rule``
+    objects, rule documents, or mappings of a rule's fields), the retriever options' ranges, the texts.
 
     **Check** (``check=True``, off by default): after a final answer (no tool calls), the judge reads the
     answer against the matched rules; when it reads some as still holding, the middleware asks the model once,
@@ -111,15 +143,28 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
     Args:
         retriever: An :class:`~langchain_tag.retrievers.ApplicabilityRetriever` (any judge it takes: a chat
             model, a decision model) or a :class:`~langchain_tag.cascade_retriever.CascadeRetriever`.
-        rules: Instead of ``retriever``: the rules (``Rule`` objects or rule documents) ...
-        judge: ... and the judge model; an ``ApplicabilityRetriever`` is built from them and ``retriever_options``.
+        rules: Instead of ``retriever``: the rules (``Rule`` objects, rule documents, or mappings of a rule's
+            fields) ...
+        judge: ... and the judge model, or a model string (``"openai:gpt-4o-mini"``, made with LangChain's
+            ``init_chat_model``); an ``ApplicabilityRetriever`` is built from them and ``retriever_options``.
         judge_input: What the judge reads: ``"human"`` (the latest human message), ``"tool"`` (the latest tool
             result, or the human message when newer), or a function of the agent state returning the text.
         heading: The first line of the rules block.
         check: Run the after-model check.
-        check_note: How reliable the check's readings are, as the revision request says it.
+        check_note: How reliable the check's readings are, as the revision request says it (the default names
+            no domain and no figure for your rules: give your judge's own measured figure).
+        on_outage: What an outage of the judge does: ``"continue"`` or ``"error"`` (default: as ``strict``).
+        name: The middleware's name, and the middle of its state keys (an identifier); needed to put several
+            middlewares in one agent.
         **retriever_options: Other ``ApplicabilityRetriever`` fields with ``rules`` and ``judge`` (``strict``,
             ``threshold``, ``cache``, ...).
+
+    Raises:
+        TypeError: When the retriever is not an ``ApplicabilityRetriever`` or a ``CascadeRetriever``, or a text is
+            not a string.
+        ValueError: When neither or both of ``retriever`` and ``rules``/``judge`` are given, on a rule missing a
+            field, an option out of its range, an unknown ``judge_input`` or ``on_outage``, or a ``name`` that
+            is not an identifier.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -136,6 +181,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         '- R1: catch the specific exception class'
         >>> [(m["rule_id"], m["score"] > 0.5) for m in state["tag_matches"]]
         [('R1', True)]
+        >>> TagMiddleware(rules=[rule], judge=judge, name="security").keys.matches
+        'tag_security_matches'
     """
 
     state_schema = TagAgentState
@@ -145,53 +192,90 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         self,
         retriever: Retriever | None = None,
         *,
-        rules: Sequence[Rule | Document] | None = None,
-        judge: BaseChatModel | Any = None,
+        rules: Sequence[Rule | Document | Mapping[str, Any]] | None = None,
+        judge: BaseChatModel | str | Any = None,
         judge_input: InputSource = "human",
         heading: str = DEFAULT_HEADING,
         check: bool = False,
         check_note: str = DEFAULT_CHECK_NOTE,
+        on_outage: OutagePolicy | None = None,
+        name: str | None = None,
         **retriever_options: Any,
     ) -> None:
         super().__init__()
-        if retriever is None:
-            if rules is None or judge is None:
-                raise ValueError("TagMiddleware needs a retriever=, or rules= and judge=")
-            retriever = ApplicabilityRetriever(llm=judge, rules=list(rules), **retriever_options)
-        elif rules is not None or judge is not None or retriever_options:
-            raise ValueError("TagMiddleware takes a retriever= or rules= and judge= (with retriever options), not both")
+        self.retriever: Retriever = build_retriever(retriever, rules, judge, retriever_options)
         if not (callable(judge_input) or judge_input in ("human", "tool")):
             raise ValueError(f"unknown judge_input {judge_input!r}: use 'human', 'tool' or a function of the state")
-        self.retriever: Retriever = retriever
+        if not isinstance(check, bool):
+            raise TypeError(f"check must be True or False, got {check!r}")
         self.judge_input: InputSource = judge_input
-        self.heading = heading
+        self.heading = text("heading", heading, empty=False)
         self.check = check
-        self.check_note = check_note
+        self.check_note = text("check_note", check_note, empty=False)
+        self.on_outage: OutagePolicy = outage_policy(on_outage, self.retriever)
+        prefix = state_prefix(name, type(self))
+        self._name = name if name is not None else type(self).__name__
+        self.keys = StateKeys.of(prefix)
+        """This middleware's state keys (``tag_matches``, ...; ``tag_<name>_matches``, ... when named)."""
+        self.state_schema = cast("type[TagAgentState]", state_schema(self.keys))  # its keys: a schema of its own
+
+    @property
+    @override
+    def name(self) -> str:
+        """The middleware's name: ``name=``, else the class name (two middlewares in one agent need two names)."""
+        return self._name
 
     # ------------------------------------------------------------------ before each model call
     def _rule_ids(self) -> list[str]:
         return [str(doc.metadata.get("rule_id", "")) for doc in rule_documents(self.retriever.rules)]
 
-    def _plan(self, request: ModelRequest[Any]) -> tuple[str | None, str, list[RuleMatch] | None]:
-        """The input to judge, its digest, and the matches to reuse (``None``: judge it)."""
+    def _plan(self, request: ModelRequest[Any]) -> tuple[str | None, str, int, list[RuleMatch] | None]:
+        """The input to judge, its digest, how often it was judged, and the matches to reuse (``None``: judge it)."""
         state = cast("Mapping[str, Any]", request.state)
+        keys = self.keys
         text = judged_input(self.judge_input, request.messages, state)
+        kept: list[RuleMatch] = list(state.get(keys.matches) or [])
+        if text is None and not callable(self.judge_input) and state.get(keys.judged) and summarised(request.messages):
+            logger.debug("the input was summarised away: its %d matched rules stand", len(kept))
+            return text, str(state[keys.judged]), 0, kept
         digest = _digest(text, self._rule_ids())
-        if state.get(JUDGED_KEY) == digest and not state.get(FAILURES_KEY):
-            matches: list[RuleMatch] = list(state.get(MATCHES_KEY) or [])
-            logger.debug("input already judged in this thread: reusing its %d matched rules", len(matches))
-            return text, digest, matches
-        return text, digest, None
+        asked = int(state.get(keys.asked) or 1) if state.get(keys.judged) == digest else 0
+        if asked and (not state.get(keys.failures) or asked > ASKED_AGAIN):
+            logger.debug("input already judged in this thread: reusing its %d matched rules", len(kept))
+            return text, digest, asked, kept
+        return text, digest, asked, None
 
-    def _update(self, digest: str, result: Any) -> tuple[list[RuleMatch], dict[str, Any]]:
-        """The matches of a judged input (``result``; ``None``: no input) and the state update that keeps them."""
-        matches = _matches(self.retriever.documents(result)) if result is not None else []
-        failures = _failures(result) if result is not None else []
-        if failures:
-            logger.warning(
-                "%d judgment(s) failed and were counted as NO: %s", len(failures), [f["rule_id"] for f in failures]
-            )
-        return matches, {MATCHES_KEY: matches, FAILURES_KEY: failures, JUDGED_KEY: digest}
+    def _outage(self, error: ProviderError) -> ProviderError:
+        """The judge's outage, raised with ``on_outage="error"``, else kept to go on without rules."""
+        if self.on_outage == "error":
+            raise error
+        return error
+
+    def _update(
+        self, text: str | None, digest: str, asked: int, result: Judged
+    ) -> tuple[list[RuleMatch], dict[str, Any], dict[str, Any] | None]:
+        """The matches of a judged input, the state update that keeps them, and the failure event to send."""
+        matches: list[RuleMatch] = []
+        failures: list[JudgeFailure] = []
+        event = None
+        if isinstance(result, ProviderError):
+            failures, event = _outage(text or "", self._rule_ids(), result)
+            logger.warning("the judge failed every judgment; going on without rules (on_outage='continue'): %s", result)
+        elif result is not None:
+            matches, failures = _matches(self._documents(result)), _failures(result)
+            if failures:
+                event = _failure_event(result)
+                logger.warning(
+                    "%d judgment(s) failed and were counted as NO: %s", len(failures), [f["rule_id"] for f in failures]
+                )
+        asked = ASKED_AGAIN + 1 if isinstance(result, ProviderError) else asked + 1  # an outage: not asked again
+        keys = self.keys
+        return matches, {keys.matches: matches, keys.failures: failures, keys.judged: digest, keys.asked: asked}, event
+
+    def _documents(self, result: MatchResult | CascadeResult) -> list[Document]:
+        if isinstance(self.retriever, CascadeRetriever):
+            return self.retriever.documents(cast("CascadeResult", result))
+        return self.retriever.documents(cast("MatchResult", result))
 
     def _request(self, request: ModelRequest[Any], matches: Sequence[RuleMatch]) -> ModelRequest[Any]:
         if not matches:
@@ -206,6 +290,24 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
+    def _judge(self, text: str | None) -> Judged:
+        if text is None:
+            return None
+        state_cost(self.retriever)
+        try:
+            return self.retriever.match(text, callbacks=internal_callbacks())
+        except ProviderError as error:
+            return self._outage(error)
+
+    async def _ajudge(self, text: str | None) -> Judged:
+        if text is None:
+            return None
+        state_cost(self.retriever)
+        try:
+            return await self.retriever.amatch(text, callbacks=ainternal_callbacks())
+        except ProviderError as error:
+            return self._outage(error)
+
     @override
     def wrap_model_call(
         self,
@@ -213,13 +315,12 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Judge the input (unless judged before in this thread), add the matched rules, call the model."""
-        text, digest, matches = self._plan(request)
+        text, digest, asked, matches = self._plan(request)
         update = None
         if matches is None:
-            result = None if text is None else self.retriever.match(text, callbacks=internal_callbacks())
-            matches, update = self._update(digest, result)
-            if update[FAILURES_KEY] and result is not None:
-                dispatch_custom_event(FAILED_EVENT, _failure_event(result))
+            matches, update, event = self._update(text, digest, asked, self._judge(text))
+            if event is not None:
+                dispatch_custom_event(FAILED_EVENT, event)
         return self._respond(handler(self._request(request, matches)), update)
 
     @override
@@ -229,42 +330,41 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
-        text, digest, matches = self._plan(request)
+        text, digest, asked, matches = self._plan(request)
         update = None
         if matches is None:
-            result = None if text is None else await self.retriever.amatch(text, callbacks=ainternal_callbacks())
-            matches, update = self._update(digest, result)
-            if update[FAILURES_KEY] and result is not None:
-                await adispatch_custom_event(FAILED_EVENT, _failure_event(result))
+            matches, update, event = self._update(text, digest, asked, await self._ajudge(text))
+            if event is not None:
+                await adispatch_custom_event(FAILED_EVENT, event)
         return self._respond(await handler(self._request(request, matches)), update)
 
     # ------------------------------------------------------------------ the optional check after the model
-    def _to_check(self, state: TagAgentState) -> tuple[str, list[RuleMatch], list[Rule], bool] | None:
+    def _to_check(self, state: Mapping[str, Any]) -> tuple[str, list[RuleMatch], list[Rule], bool] | None:
         """What the check judges: the answer, the matches, their rules, whether a revision was asked already."""
         if not self.check or not state["messages"]:
             return None
         last = state["messages"][-1]
-        matches = list(state.get(MATCHES_KEY) or [])
+        matches = list(state.get(self.keys.matches) or [])
         if not isinstance(last, AIMessage) or last.tool_calls or not matches or not last.text.strip():
             return None
         rules = check_rules(self.retriever.rules, matches)
         if not rules:  # rules drawn from a vector store per input: not known here
             logger.warning("the check found none of the matched rules among the retriever's rules; nothing checked")
             return None
-        previous = state.get(CHECK_KEY)
-        digest = state.get(JUDGED_KEY, "")
+        previous = state.get(self.keys.check)
+        digest = state.get(self.keys.judged, "")
         asked = previous is not None and previous["input"] == digest and previous["revision_asked"]
         return last.text, matches, rules, asked
 
     def _checked(
-        self, state: TagAgentState, asked: bool, matches: list[RuleMatch], result: MatchResult
+        self, state: Mapping[str, Any], asked: bool, matches: list[RuleMatch], result: MatchResult
     ) -> dict[str, Any]:
-        found = reading(state.get(JUDGED_KEY, ""), result, revision_asked=asked, note=self.check_note)
+        found = reading(state.get(self.keys.judged, ""), result, revision_asked=asked, note=self.check_note)
         if not CHECK_LOOP.again(found["holding"], rounds=2 if asked else 1):  # one revision per input
-            return {CHECK_KEY: found}
+            return {self.keys.check: found}
         found["revision_asked"] = True
         request = revision_request(found["holding"], matches, self.check_note)
-        return {CHECK_KEY: found, "messages": [request], "jump_to": "model"}
+        return {self.keys.check: found, "messages": [request], "jump_to": "model"}
 
     @hook_config(can_jump_to=["model"])
     @override

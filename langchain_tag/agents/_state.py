@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, cast
 
 from langchain.agents.middleware.types import AgentState, OmitFromInput, PrivateStateAttr
 from typing_extensions import NotRequired, TypedDict
 
 __all__ = [
+    "ASKED_KEY",
     "CHECK_KEY",
     "FAILURES_KEY",
     "JUDGED_KEY",
@@ -15,7 +17,9 @@ __all__ = [
     "CheckReading",
     "JudgeFailure",
     "RuleMatch",
+    "StateKeys",
     "TagAgentState",
+    "state_schema",
 ]
 
 MATCHES_KEY: Final = "tag_matches"
@@ -26,6 +30,8 @@ CHECK_KEY: Final = "tag_check"
 """State key of the optional after-model check's last reading (a :class:`CheckReading`)."""
 JUDGED_KEY: Final = "tag_judged"
 """State key of the digest of the input (and rule ids) the matches belong to; private to the middleware."""
+ASKED_KEY: Final = "tag_asked"
+"""State key of how many model calls judged the current input (a failed judgment is asked again once); private."""
 
 
 class RuleMatch(TypedDict):
@@ -76,3 +82,44 @@ class TagAgentState(AgentState[Any]):
     tag_failures: NotRequired[Annotated[list[JudgeFailure], OmitFromInput]]
     tag_check: NotRequired[Annotated[CheckReading, OmitFromInput]]
     tag_judged: NotRequired[Annotated[str, PrivateStateAttr]]
+    tag_asked: NotRequired[Annotated[int, PrivateStateAttr]]
+
+
+@dataclass(frozen=True)
+class StateKeys:
+    """The state keys of one middleware: ``<prefix>_matches``, ``<prefix>_failures``, ... (prefix ``tag``: as named).
+
+    Several middlewares in one agent each keep their state under their own prefix.
+
+    Example:
+        >>> StateKeys.of("tag_security").matches
+        'tag_security_matches'
+        >>> StateKeys.of("tag") == StateKeys()
+        True
+    """
+
+    matches: str = MATCHES_KEY
+    failures: str = FAILURES_KEY
+    check: str = CHECK_KEY
+    judged: str = JUDGED_KEY
+    asked: str = ASKED_KEY
+
+    @classmethod
+    def of(cls, prefix: str) -> StateKeys:
+        """The keys under ``prefix``."""
+        return cls(*(f"{prefix}_{part}" for part in ("matches", "failures", "check", "judged", "asked")))
+
+
+def state_schema(keys: StateKeys) -> type[AgentState[Any]]:
+    """The agent state schema with ``keys`` (:class:`TagAgentState` for the default keys)."""
+    if keys == StateKeys():
+        return TagAgentState
+    fields = {
+        keys.matches: NotRequired[Annotated[list[RuleMatch], OmitFromInput]],
+        keys.failures: NotRequired[Annotated[list[JudgeFailure], OmitFromInput]],
+        keys.check: NotRequired[Annotated[CheckReading, OmitFromInput]],
+        keys.judged: NotRequired[Annotated[str, PrivateStateAttr]],
+        keys.asked: NotRequired[Annotated[int, PrivateStateAttr]],
+    }
+    name = "".join(part.capitalize() for part in keys.matches.removesuffix("_matches").split("_")) + "AgentState"
+    return cast("type[AgentState[Any]]", TypedDict(name, fields))  # type: ignore[operator]

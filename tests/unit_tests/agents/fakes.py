@@ -68,15 +68,25 @@ class AgentModel(BaseChatModel):
     ) -> ChatResult:
         system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
         self._systems.append(system)
-        last_human = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
-        results = sum(isinstance(m, ToolMessage) for m in messages[last_human:])
+        results = _results(messages)
         if results < self.loops:
-            call = {"name": "lookup", "args": {"n": results}, "id": f"call-{last_human}-{results}"}
+            call = {"name": "lookup", "args": {"n": results}, "id": f"call-{len(messages)}-{results}"}
             message = AIMessage(content="", tool_calls=[call])
         else:
             given = sorted(line.split(":")[0][2:] for line in system.splitlines() if line.startswith("- R"))
             message = AIMessage(content="answer with " + (",".join(given) or "no rules"))
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _results(messages: list[BaseMessage]) -> int:
+    """How many lookups the turn made: the latest one's ``n`` + 1 (a summary may have dropped the earlier ones).
+
+    The turn starts at the latest human message that is not LangChain's own (a summary is marked ``lc_source``).
+    """
+    humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not m.additional_kwargs]
+    turn = messages[humans[-1] if humans else 0 :]
+    found = [m.text for m in turn if isinstance(m, ToolMessage)]
+    return int(found[-1].split("(")[0].removeprefix("def helper")) + 1 if found else 0
 
 
 def input_judge(yes: dict[str, str], **kwargs: Any) -> FakeChatModel:

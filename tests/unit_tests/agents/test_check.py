@@ -30,5 +30,5 @@ def test_the_revision_request_is_worded_as_the_judges_reading_with_its_reliabili
     text = str(message.content)
     assert message.name == CHECK_MESSAGE_NAME
     assert f"- R3: {RULES[2].action} (judge's score 0.64)" in text and "- R1: x\n" in text
-    assert "not a certainty" in text and "7 of 15" in text and "Where the judge is right" in text
+    assert "not a certainty" in text and "about chance" in text and "Where the judge is right" in text
     assert "still breaks" not in text and "violat" not in text  # no claim stated as a fact

@@ -36,3 +36,11 @@ def test_a_function_of_the_state_and_empty_inputs() -> None:
 def test_an_unknown_source_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown judge input"):
         judged_input("system", [], {})  # type: ignore[arg-type]
+
+
+def test_messages_langchain_marks_as_its_own_are_not_inputs() -> None:
+    summary = HumanMessage("Here is a summary of the conversation to date: ...",
+                           additional_kwargs={"lc_source": "summarization"})  # fmt: skip
+    assert judged_input("human", [summary, CALL, ToolMessage("out", tool_call_id="c1")], {}) is None
+    assert judged_input("tool", [summary, CALL, ToolMessage("out", tool_call_id="c1")], {}) == "out"
+    assert judged_input("human", [HumanMessage("question"), summary], {}) == "question"

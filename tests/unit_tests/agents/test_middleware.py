@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -271,3 +272,166 @@ def test_rules_drawn_from_a_vector_store_are_given_and_the_check_skips_what_it_c
     state = _agent(model, TagMiddleware(retriever, check=True)).invoke(_ask())
     assert len(state["tag_matches"]) == 2 and judge.calls == 2  # the 2 candidates, judged
     assert len(model.systems) == 1 and "tag_check" not in state  # their rules are not the retriever's to check
+
+
+# ---------------------------------------------------------------------------------------------------- 1. an outage
+def _down_judge() -> FakeChatModel:
+    """A judge whose endpoint is down: every call raises."""
+    return FakeChatModel(respond=lambda prompt: ConnectionError("connection refused"), with_logprobs=True)
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+async def test_a_judge_outage_without_strict_goes_on_without_rules_and_records_it(run: str) -> None:
+    model = AgentModel(loops=1)
+    recorder = RunRecorder()
+    config: Any = {"callbacks": [recorder]}
+    agent = _agent(model, TagMiddleware(rules=RULES, judge=_down_judge()))
+    state = agent.invoke(_ask(), config) if run == "sync" else await agent.ainvoke(_ask(), config)
+    assert state["messages"][-1].content == "answer with no rules"
+    assert model.systems == [SYSTEM, SYSTEM]
+    assert [f["rule_id"] for f in state["tag_failures"]] == [r.rule_id for r in RULES]
+    assert all("connection refused" in f["error"] for f in state["tag_failures"])
+    ((name, data),) = recorder.events  # one event for the input, not one per model call
+    assert name == "tag_judgments_failed" and data["failed_rule_ids"] == [r.rule_id for r in RULES]
+
+
+def test_a_judge_outage_raises_when_the_user_chose_to() -> None:
+    from langchain_tag import ProviderError
+
+    for middleware in (
+        TagMiddleware(rules=RULES, judge=_down_judge(), on_outage="error"),
+        TagMiddleware(rules=RULES, judge=_down_judge(), strict=True),
+    ):
+        with pytest.raises(ProviderError):
+            _agent(AgentModel(), middleware).invoke(_ask())
+    with pytest.raises(ValueError, match="on_outage"):
+        TagMiddleware(rules=RULES, judge=_down_judge(), on_outage="ignore")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------------- 2. summaries
+def test_a_summary_of_the_conversation_is_not_judged_and_the_inputs_rules_are_kept() -> None:
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    summarizer = FakeChatModel(respond=lambda prompt: "The user asked for a review; lookups were made.")
+    summarization = SummarizationMiddleware(model=summarizer, trigger=("messages", 5), keep=("messages", 2))
+    judge = fake_judge({"R1"}, with_logprobs=True)
+    model = AgentModel(loops=6)
+    agent = create_agent(model, tools=[lookup], system_prompt=SYSTEM,
+                         middleware=[summarization, TagMiddleware(rules=RULES, judge=judge)])  # fmt: skip
+    state = agent.invoke(_ask())
+    assert any(m.additional_kwargs.get("lc_source") == "summarization" for m in state["messages"])
+    assert len(model.systems) == 7
+    assert all(RULES[0].action in s for s in model.systems)  # every call of the turn is told the rule
+    assert judge.calls == len(RULES)  # the input was judged once; the summary never
+
+
+# ---------------------------------------------------------------------------------------------------- 3. two policies
+def test_two_named_middlewares_share_an_agent_each_with_its_own_state() -> None:
+    security = TagMiddleware(rules=RULES[:2], judge=fake_judge({"R1"}, with_logprobs=True), name="security")
+    style = TagMiddleware(rules=RULES[2:], judge=fake_judge({"R3"}, with_logprobs=True), name="style")
+    assert (security.name, style.name) == ("security", "style")
+    model = AgentModel(loops=1)
+    agent = create_agent(model, tools=[lookup], system_prompt=SYSTEM, middleware=[security, style])
+    state = agent.invoke(_ask())
+    assert [m["rule_id"] for m in state["tag_security_matches"]] == ["R1"]
+    assert [m["rule_id"] for m in state["tag_style_matches"]] == ["R3"]
+    assert "tag_matches" not in state
+    assert all(RULES[0].action in s and RULES[2].action in s for s in model.systems)
+
+
+def test_a_subclass_beside_the_middleware_keeps_its_own_state() -> None:
+    class StyleRules(TagMiddleware):
+        pass
+
+    model = AgentModel()
+    middleware = [
+        TagMiddleware(rules=RULES[:2], judge=fake_judge({"R1"}, with_logprobs=True)),
+        StyleRules(rules=RULES[2:], judge=fake_judge({"R3"}, with_logprobs=True)),
+    ]
+    state = create_agent(model, tools=[lookup], middleware=middleware).invoke(_ask())
+    assert [m["rule_id"] for m in state["tag_matches"]] == ["R1"]
+    assert [m["rule_id"] for m in state["tag_StyleRules_matches"]] == ["R3"]
+
+
+def test_a_name_must_be_usable_in_a_state_key() -> None:
+    with pytest.raises(ValueError, match="name"):
+        TagMiddleware(rules=RULES, judge=fake_judge(set()), name="two words")
+
+
+# ---------------------------------------------------------------------------------------------------- 4. configuration
+def test_configuration_is_checked_when_the_middleware_is_built() -> None:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from langchain_tag.testing import HashingEmbeddings
+
+    store = InMemoryVectorStore(HashingEmbeddings())
+    with pytest.raises(TypeError, match="ApplicabilityRetriever"):
+        TagMiddleware(store.as_retriever())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="heading"):
+        TagMiddleware(rules=RULES, judge=fake_judge(set()), heading=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="check_note"):
+        TagMiddleware(rules=RULES, judge=fake_judge(set()), check_note=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="threshold must be a number within"):
+        TagMiddleware(rules=RULES, judge=fake_judge(set()), threshold=2)
+
+
+def test_rules_given_as_dicts_are_read_as_rules() -> None:
+    rules = [rule.model_dump() for rule in RULES]
+    model = AgentModel()
+    state = _agent(model, TagMiddleware(rules=rules, judge=fake_judge({"R2"}, with_logprobs=True))).invoke(_ask())
+    assert [m["rule_id"] for m in state["tag_matches"]] == ["R2"]
+    with pytest.raises(ValueError, match="condition"):
+        TagMiddleware(rules=[{"rule_id": "R9", "action": "do it"}], judge=fake_judge(set()))
+
+
+@pytest.mark.filterwarnings("ignore:A test tried to use socket")  # langchain-openai probes socket options, offline
+def test_a_judge_given_as_a_model_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_core.language_models import BaseChatModel
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    middleware = TagMiddleware(rules=RULES, judge="openai:gpt-4o-mini")
+    assert isinstance(middleware.retriever, ApplicabilityRetriever)
+    assert isinstance(middleware.retriever.llm, BaseChatModel)
+
+
+# ---------------------------------------------------------------------------------------------------- 5. cost and retries
+@pytest.mark.parametrize("run", ["sync", "async"])
+async def test_a_rule_that_keeps_failing_is_not_asked_again_on_every_call_of_an_input(
+    run: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    judge = _failing_judge()
+    model = AgentModel(loops=3)
+    recorder = RunRecorder()
+    config: Any = {"callbacks": [recorder]}
+    agent = _agent(model, TagMiddleware(rules=RULES, judge=judge))
+    with caplog.at_level(logging.WARNING, logger="langchain_tag"):
+        state = agent.invoke(_ask(), config) if run == "sync" else await agent.ainvoke(_ask(), config)
+    assert len(model.systems) == 4
+    # R2 is asked at the first call (and retried once by the judge), and once more at the next call; not after
+    assert judge.calls == 2 + 2 + 2
+    assert len(recorder.events) == 2
+    assert len([r for r in caplog.records if r.name == "langchain_tag.agents._middleware"]) == 2
+    assert [f["rule_id"] for f in state["tag_failures"]] == ["R2"]
+    assert all(RULES[0].action in s for s in model.systems)
+
+
+def test_the_first_inputs_reference_judgments_are_stated(caplog: pytest.LogCaptureFixture) -> None:
+    from langchain_tag.judging.calibration import Calibration
+
+    references = ("x = 1", "print(2)", "def f(): pass")
+    calibration = Calibration(method="platt", reference_inputs=references)
+    judge = fake_judge({"R1"}, with_logprobs=True)
+    agent = _agent(AgentModel(), TagMiddleware(rules=RULES, judge=judge, calibration=calibration),
+                   checkpointer=InMemorySaver())  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="langchain_tag.agents"):
+        agent.invoke(_ask(), {"configurable": {"thread_id": "a"}})
+        agent.invoke(_ask("y = 2"), {"configurable": {"thread_id": "a"}})
+    assert judge.calls == len(RULES) * (1 + len(references)) + len(RULES)
+    (stated,) = [r.getMessage() for r in caplog.records if "reference" in r.getMessage()]
+    assert "9 reference judgments" in stated and "once" in stated
+
+
+def test_the_default_check_note_names_no_domain() -> None:
+    from langchain_tag.agents._check import DEFAULT_CHECK_NOTE
+
+    assert "code" not in DEFAULT_CHECK_NOTE and "ruff" not in DEFAULT_CHECK_NOTE
