@@ -16,6 +16,7 @@ from langchain_tag.calls.faults import ReportedFault, client_retries, is_permane
 from langchain_tag.calls.identity import IDENTITY_METADATA_KEY, chat_model_of, describe_model, redact_url
 from langchain_tag.calls.recorded import RecordedReplies, prompt_key
 from langchain_tag.errors import ProviderError
+from langchain_tag.judging.admission import asked_model, foreign_reply
 from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.judge import resolve_judge_prompt
 from langchain_tag.judging.pairs import PairRequest
@@ -110,11 +111,12 @@ class _Pending:
     attempts: int = 0
     error: str = ""
     reply: tuple[str, dict[str, Any] | None] | None = None  # a reply that is not a verdict
+    foreign: bool = False  # answered by another model than the one asked for
 
     @property
     def final(self) -> bool:
-        """Whether sending it again cannot help: it failed with a permanent HTTP status."""
-        return is_permanent(ReportedFault(self.error))
+        """Whether sending it again cannot help: it failed with a permanent HTTP status, or another model answered."""
+        return self.foreign or is_permanent(ReportedFault(self.error))
 
 
 def judge_with_ray(
@@ -194,6 +196,7 @@ def judge_with_ray(
     rules = rules_from_documents(rule_documents(retriever.rules))
     queries = list(inputs)
     cap = MAX_CONCURRENCY.check(retriever.max_concurrency if max_concurrency is None else max_concurrency)
+    endpoint: dict[str, Any] | None = None
     if processor is None:
         endpoint = judge_endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
         processor = build_judge_processor(
@@ -215,6 +218,7 @@ def judge_with_ray(
         processor,
         pending,
         run,
+        asked=model or (endpoint["model"] if endpoint is not None else asked_model(retriever.llm)),
         max_attempts=max_attempts,
         retry_backoff=retry_backoff,
         batch_size=batch_size,
@@ -300,12 +304,17 @@ def _send(
     pending: list[_Pending],
     run: RayJudgeRun,
     *,
+    asked: str | None,
     max_attempts: int,
     retry_backoff: float,
     batch_size: int,
     workers: int,
 ) -> list[_Pending]:
-    """Run the pending requests through Ray in passes, recording replies; return those still failing."""
+    """Run the pending requests through Ray in passes, recording replies; return those still failing.
+
+    A reply another model than ``asked`` (``None``: none named) gave is kept apart, and its request
+    fails for good (:meth:`~langchain_tag.judging.chat.ChatJudge.keep`).
+    """
     import ray.data
 
     started = time.perf_counter()
@@ -332,8 +341,10 @@ def _send(
             error = str(row.get("__inference_error__") or row.get("error") or "")
             if not error:
                 text, logprobs = str(row.get("text") or ""), _logprobs(row.get("logprobs"))
-                error = _keep(judge, entry.request, row, text, logprobs).error or ""
-                entry.reply = (text, logprobs) if error else None
+                answered = str(row.get("model") or "") or None
+                error = _keep(judge, entry.request, row, text, logprobs, answered, asked).error or ""
+                entry.foreign = foreign_reply(asked, answered) is not None
+                entry.reply = (text, logprobs) if error and not entry.foreign else None
             elif row.get("text"):  # the pipeline read a reply that is not a verdict
                 entry.reply = (str(row["text"]), _logprobs(row.get("logprobs")))
             entry.error = error
@@ -344,25 +355,37 @@ def _send(
     return [*finished, *pending]
 
 
-def _keep(judge: Any, request: PairRequest, row: Mapping[str, Any], text: str, logprobs: Any) -> Reading:
+def _keep(
+    judge: Any,
+    request: PairRequest,
+    row: Mapping[str, Any],
+    text: str,
+    logprobs: Any,
+    answered: str | None,
+    asked: str | None,
+) -> Reading:
     """Keep an answered row's reading in the verdict cache, reading its reply only if the pipeline did not.
 
     The pipeline's postprocess read the reply (:func:`~langchain_tag.scale.ray_data.requests.read_chat_response`);
     a processor of one's own that left it unread has it read here, by the judge's
-    :meth:`~langchain_tag.judging.chat.ChatJudge.record`. Either way the one reader reads each reply once.
+    :meth:`~langchain_tag.judging.chat.ChatJudge.record`. Either way the one reader reads each reply once, and
+    the judge's :meth:`~langchain_tag.judging.chat.ChatJudge.keep` decides where it may be kept.
     """
     reading = row_reading(row)
+    kept: Reading
     if reading is None:
-        read: Reading = judge.record(
+        kept = judge.record(
             request,
             text,
             logprobs,
             prompt_tokens=int(row.get("prompt_tokens") or 0),
             completion_tokens=int(row.get("completion_tokens") or 0),
+            answered=answered,
+            asked=asked,
         )
-        return read
-    VerdictStore(judge.settings.cache).put(request.key, reading)
-    return reading
+    else:
+        kept = judge.keep(request, reading, answered=answered, asked=asked)
+    return kept
 
 
 def _most_workers(concurrency: int | tuple[int, int]) -> int:

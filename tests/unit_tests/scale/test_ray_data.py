@@ -70,11 +70,13 @@ class FakeEndpoint(LoopbackServer):
             (a reply with no verdict and no logprobs). Every prompt holding
             :data:`CRASH` gets the 500.
         bodies: Every request body received.
+        answered_by: The model every reply names.
     """
 
     def __init__(self) -> None:
         self.failing: dict[str, str] = {}
         self.delay = 0.0
+        self.answered_by = MODEL
         self.in_flight = self.most_in_flight = 0
         self._counting = threading.Lock()
         super().__init__(self._answer)
@@ -101,7 +103,7 @@ class FakeEndpoint(LoopbackServer):
         choice = {"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": logprobs}
         usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": 1, "total_tokens": len(prompt.split()) + 1}
         return 200, json.dumps(
-            {"id": "x", "object": "chat.completion", "model": MODEL, "choices": [choice], "usage": usage}
+            {"id": "x", "object": "chat.completion", "model": self.answered_by, "choices": [choice], "usage": usage}
         )
 
 
@@ -155,6 +157,7 @@ def endpoint(module_endpoint: FakeEndpoint) -> FakeEndpoint:
     module_endpoint.failing = {}
     module_endpoint.bodies.clear()
     module_endpoint.delay = 0.0
+    module_endpoint.answered_by = MODEL
     module_endpoint.most_in_flight = 0
     return module_endpoint
 
@@ -193,6 +196,22 @@ def test_ray_verdicts_equal_in_process_judging(local_ray: None, endpoint: FakeEn
     assert (again.requested, again.cached, again.sent, again.passes) == (15, 15, 0, 0)
     assert [verdicts(r) for r in again.results] == [verdicts(r) for r in run.results]
     assert len(endpoint.bodies) == 15
+
+
+def test_replies_another_model_gave_are_not_stored_as_the_asked_models(
+    local_ray: None, endpoint: FakeEndpoint, rules: list[Rule], caplog: pytest.LogCaptureFixture
+) -> None:
+    endpoint.answered_by = "another-model"
+    _, for_ray, never_called = twin_retrievers(rules)
+    with caplog.at_level("WARNING", logger="langchain_tag"):
+        run = judge_with_ray(for_ray, INPUTS[:1], base_url=endpoint.base_url, model=MODEL, retry_backoff=0.0)
+    assert never_called.calls == 0 and run.sent == len(rules) == run.calls  # not sent again: it answers alike
+    assert len(run.failures) == len(rules)
+    assert all("answered by 'another-model', not 'fake-judge'" in f.error for f in run.failures)
+    assert [j.error is not None for j in run.results[0].judgments] == [True] * len(rules)
+    assert len([r for r in caplog.records if "another-model" in r.getMessage()]) == 1
+    again = judge_with_ray(for_ray, INPUTS[:1], base_url=endpoint.base_url, model=MODEL, retry_backoff=0.0)
+    assert again.cached == 0 and again.sent == len(rules)  # none was stored as fake-judge's
 
 
 def test_contrast_prompt_and_reference_calibration(local_ray: None, endpoint: FakeEndpoint, rules: list[Rule]) -> None:
