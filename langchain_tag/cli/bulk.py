@@ -91,9 +91,12 @@ def cmd_match_inputs(args: argparse.Namespace) -> int:
 
 
 def decisions_model() -> Any:
-    """An ``OpenAIDecisions`` judge at the configured endpoint, with the configured judge model and key."""
+    """An ``OpenAIDecisions`` judge at the configured endpoint, with the configured judge model, key and deadline.
+
+    Its requests get the chat judge's timeout and retries (:func:`~langchain_tag.local.models.openai_client_options`).
+    """
     from langchain_tag.errors import require_extra
-    from langchain_tag.local.models import ModelConfig
+    from langchain_tag.local.models import ModelConfig, openai_client_options
 
     require_extra("langchain_openai", "openai")
     from langchain_openai.decisions import OpenAIDecisions
@@ -106,7 +109,7 @@ def decisions_model() -> Any:
             "--decisions needs the judge model's name: set LANGCHAIN_TAG_JUDGE_MODEL or LANGCHAIN_TAG_MODEL"
         )
     key = SecretStr(cfg.api_key) if cfg.api_key else None
-    return OpenAIDecisions(model=model, base_url=cfg.base_url, api_key=key, max_retries=cfg.max_retries)
+    return OpenAIDecisions(model=model, base_url=cfg.base_url, api_key=key, **openai_client_options(cfg))
 
 
 def _bulk_inputs(value: str) -> list[Any]:

@@ -36,6 +36,9 @@ __all__ = ["RayJudgeRun", "RayRequestError", "RayRequestFailure", "judge_endpoin
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_TIMEOUT = 120.0
+"""Seconds allowed per request when neither ``timeout=`` nor the judge model gives a deadline."""
+
 BATCHES_PER_BLOCK = 16
 """Most batches in one block of the job's rows. A worker runs a block's batches side by side (Ray Data runs up
 to 4 of an async stage at once; the session's gate caps the requests), but its requests in flight drain at
@@ -132,7 +135,7 @@ def judge_with_ray(
     max_concurrency: int | None = None,
     max_attempts: int | None = None,
     retry_backoff: float = 1.0,
-    timeout: float = 120.0,
+    timeout: float | None = None,
     num_cpus: float = 0.25,
     processor: Processor | None = None,
 ) -> RayJudgeRun:
@@ -166,7 +169,8 @@ def judge_with_ray(
             else the judge's ``max_attempts``), so both write the same record.
             A permanent fault (HTTP 400, 401, 403, 404, 413, 422) is not sent again.
         retry_backoff: Seconds before the first resend pass, doubled for each further one.
-        timeout: Seconds allowed per request.
+        timeout: Seconds allowed per request; ``None``: the judge model's own timeout, as in-process requests
+            have it (``LANGCHAIN_TAG_TIMEOUT`` for the CLI's), else :data:`DEFAULT_TIMEOUT`.
         num_cpus: CPUs reserved per HTTP worker.
         processor: A Ray Data LLM processor to use instead of the HTTP one
             built from the arguments above: it takes rows with ``order``,
@@ -199,6 +203,7 @@ def judge_with_ray(
     endpoint: dict[str, Any] | None = None
     if processor is None:
         endpoint = judge_endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
+        own_timeout = endpoint.pop("timeout")
         processor = build_judge_processor(
             **endpoint,
             max_tokens=1 if judge.settings.verdict_format == "token" else None,
@@ -206,7 +211,7 @@ def judge_with_ray(
             batch_size=batch_size,
             max_in_flight=max(1, cap // _most_workers(concurrency)),
             num_cpus=num_cpus,
-            timeout=timeout,
+            timeout=timeout if timeout is not None else own_timeout or DEFAULT_TIMEOUT,
         )
 
     run = RayJudgeRun()
@@ -249,7 +254,10 @@ def judge_endpoint(
     api_key: str | None,
     extra_body: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The endpoint to send to: the arguments given, else what the judge model (a ``ChatOpenAI``) names."""
+    """The endpoint to send to: the arguments given, else what the judge model (a ``ChatOpenAI``) names.
+
+    Also the judge model's ``timeout`` (seconds a number, else ``None``), the deadline its in-process requests have.
+    """
     llm = chat_model_of(retriever.llm)
     if base_url is None:
         found = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
@@ -270,7 +278,9 @@ def judge_endpoint(
     if extra_body is None:
         found = getattr(llm, "extra_body", None)
         extra_body = found if isinstance(found, Mapping) else None
-    return {"base_url": base_url, "model": model, "api_key": api_key, "extra_body": extra_body}
+    found = getattr(llm, "request_timeout", None)
+    timeout = float(found) if isinstance(found, int | float) and not isinstance(found, bool) and found > 0 else None
+    return {"base_url": base_url, "model": model, "api_key": api_key, "extra_body": extra_body, "timeout": timeout}
 
 
 def _plan(judge: Any, queries: Sequence[str], rules: Sequence[Rule], run: RayJudgeRun) -> list[_Pending]:

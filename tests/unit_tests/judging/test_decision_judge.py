@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -325,14 +326,17 @@ class FakeDecisionsServer(LoopbackServer):
         twice: Rule ids whose question is answered a second time, after all the others, with this P(yes)
             (``None``: the same answer again).
         answered_by: The model every response names (``None``: the one asked for).
+        stall: Seconds each request waits before it is answered.
     """
 
     def __init__(self) -> None:
         super().__init__(lambda path, body: as_json(*self.reply(path, body)))
         self.twice: dict[str, float | None] = {}
         self.answered_by: str | None = None
+        self.stall = 0.0
 
     def reply(self, path: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        time.sleep(self.stall)
         if path != "/v1/decisions":
             return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
         state = body["input"]
@@ -471,6 +475,24 @@ def test_match_inputs_with_decisions_does_not_store_another_models_answers(
         assert main([*command, *verdicts, "-o", str(tmp_path / "again.jsonl")]) == 0
     assert len(decisions_server.bodies) == 2 * len(INPUTS)  # the rerun found none stored as fake-luna's
     assert any("another-luna" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.enable_socket
+def test_the_decisions_client_the_cli_builds_honours_the_chat_judges_timeout(
+    decisions_server: FakeDecisionsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag.cli.bulk import decisions_model
+    from langchain_tag.local.models import ModelConfig
+
+    use_decisions_server(decisions_server, monkeypatch)
+    monkeypatch.setenv("LANGCHAIN_TAG_TIMEOUT", "0.5")
+    decisions_server.stall = 5.0
+    model = decisions_model()
+    assert model.timeout == ModelConfig.from_env().timeout == 0.5
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match=r"timed out|Timeout"):
+        decision_retriever(model, strict=True).invoke(INPUTS[0])
+    assert time.monotonic() - started < 3.0  # the request's deadline, not the stalled endpoint's pace
 
 
 def test_the_batch_api_export_refuses_a_decision_model_and_says_where_it_runs(tmp_path: Path) -> None:

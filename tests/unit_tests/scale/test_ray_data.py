@@ -539,6 +539,21 @@ def test_a_decision_model_is_refused_with_where_it_runs(rules: list[Rule]) -> No
         judge_with_ray(retriever, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL)
 
 
+@pytest.mark.parametrize(("timeout", "expected"), [(2.0, 2.0), (None, None)])
+def test_the_endpoint_keeps_the_judge_models_deadline(
+    timeout: float | None, expected: float | None, rules: list[Rule]
+) -> None:
+    """``match --engine ray`` sends with the deadline the chat judge has (``LANGCHAIN_TAG_TIMEOUT``)."""
+    from langchain_openai import ChatOpenAI
+
+    from langchain_tag.scale.ray_data.job import judge_endpoint
+
+    llm = ChatOpenAI(model=MODEL, base_url="http://127.0.0.1:9/v1", api_key="k", timeout=timeout)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, cache=InMemoryVerdictCache())
+    endpoint = judge_endpoint(retriever, base_url=None, model=None, api_key=None, extra_body=None)
+    assert endpoint["timeout"] == expected
+
+
 def test_a_base_url_with_credentials_or_a_query_is_sent_to_as_the_in_process_client_does() -> None:
     import base64
 
