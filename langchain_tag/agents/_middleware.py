@@ -40,7 +40,7 @@ from langchain_tag.agents._state import JudgeFailure, RuleMatch, StateKeys, TagA
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.cascade import CascadeResult
-from langchain_tag.judging.results import MatchResult
+from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import FAILED_EVENT
 from langchain_tag.rules import Rule, rule_documents
 
@@ -85,8 +85,8 @@ def _failure_event(result: MatchResult | CascadeResult) -> dict[str, Any]:
 def _outage(query: str, rule_ids: Sequence[str], error: ProviderError) -> tuple[list[JudgeFailure], dict[str, Any]]:
     """The failures and the ``tag_judgments_failed`` event of an outage: every rule failed (``*``: rules unknown)."""
     ids = list(rule_ids) or ["*"]
-    event = {"query": query, "failed_rule_ids": ids, "errors": dict.fromkeys(ids, str(error))}
-    return [JudgeFailure(rule_id=rule_id, error=str(error)) for rule_id in ids], event
+    failed = MatchResult(query, "applicability", [Judgment(rule_id=rule_id, error=str(error)) for rule_id in ids])
+    return [JudgeFailure(rule_id=rule_id, error=str(error)) for rule_id in ids], failed.failure_event()
 
 
 class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):

@@ -93,9 +93,12 @@ def cmd_match_inputs(args: argparse.Namespace) -> int:
 
 
 def decisions_model() -> Any:
-    """An ``OpenAIDecisions`` judge at the configured endpoint, with the configured judge model and key."""
+    """An ``OpenAIDecisions`` judge at the configured endpoint, with the configured judge model, key and deadline.
+
+    Its requests get the chat judge's timeout and retries (:func:`~langchain_tag.local.models.openai_client_options`).
+    """
     from langchain_tag.errors import require_extra
-    from langchain_tag.local.models import ModelConfig
+    from langchain_tag.local.models import ModelConfig, openai_client_options
 
     require_extra("langchain_openai", "openai")
     from langchain_openai.decisions import OpenAIDecisions
@@ -108,7 +111,7 @@ def decisions_model() -> Any:
             "--decisions needs the judge model's name: set LANGCHAIN_TAG_JUDGE_MODEL or LANGCHAIN_TAG_MODEL"
         )
     key = SecretStr(cfg.api_key) if cfg.api_key else None
-    return OpenAIDecisions(model=model, base_url=cfg.base_url, api_key=key, max_retries=cfg.max_retries)
+    return OpenAIDecisions(model=model, base_url=cfg.base_url, api_key=key, **openai_client_options(cfg))
 
 
 def _bulk_inputs(value: str) -> list[Any]:
@@ -135,7 +138,7 @@ def _with_unsendable(
     itself (:func:`~langchain_tag.scale.bulk.match_corpus`); the Ray engine's
     inputs are set aside here, so both engines write the same record.
     """
-    from langchain_tag.scale.bulk import failure_record, retriever_rules
+    from langchain_tag.scale.bulk import failure_record, judged_rules, retriever_rules
     from langchain_tag.scale.inputs import encoding_error
 
     errors = {item.id: error for item in items if (error := encoding_error(item)) is not None}
@@ -143,13 +146,14 @@ def _with_unsendable(
         yield from judge(items)
         return
     sendable = [item for item in items if item.id not in errors]
-    judged = iter(judge(sendable) if sendable else ())
+    records = iter(judge(sendable) if sendable else ())
     rules = retriever_rules(retriever)
+    judged = judged_rules(retriever, rules)
     for item in items:
         if item.id in errors:
-            yield failure_record(item, rules, errors[item.id], all_pairs=args.all_pairs)
+            yield failure_record(item, rules, errors[item.id], all_pairs=args.all_pairs, judged=judged)
         else:
-            yield next(judged)
+            yield next(records)
 
 
 def write_corpus(args: argparse.Namespace, items: list[Any], retriever: Any) -> int:
@@ -187,7 +191,7 @@ def _ray_records(args: argparse.Namespace, items: list[Any], retriever: Any) -> 
     The records are those the in-process job writes (``bulk.result_record``),
     so the two engines' output files can be compared byte for byte.
     """
-    from langchain_tag.scale.bulk import failure_record, result_record, retriever_rules
+    from langchain_tag.scale.bulk import failure_record, judged_rules, result_record, retriever_rules
     from langchain_tag.scale.ray_data import init_local_ray, judge_with_ray
 
     init_local_ray(verbose=args.debug, **({"address": args.ray_address} if args.ray_address else {}))
@@ -205,10 +209,11 @@ def _ray_records(args: argparse.Namespace, items: list[Any], retriever: Any) -> 
         file=sys.stderr,
     )
     rules = retriever_rules(retriever)
+    judged = judged_rules(retriever, rules)
     return [
-        failure_record(item, rules, run.input_errors[i], all_pairs=args.all_pairs)
+        failure_record(item, rules, run.input_errors[i], all_pairs=args.all_pairs, judged=judged)
         if i in run.input_errors
-        else result_record(item, result, all_pairs=args.all_pairs)
+        else result_record(item, result, all_pairs=args.all_pairs, judged=judged)
         for i, (item, result) in enumerate(zip(items, run.results, strict=True))
     ]
 

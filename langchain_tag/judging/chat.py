@@ -12,8 +12,6 @@ reports are the :class:`~langchain_tag.judging.judge.Judge`'s.
 
 from __future__ import annotations
 
-import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -25,20 +23,18 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 
-from langchain_tag.calls._identity import chat_model_of, describe_model
 from langchain_tag.calls._runner import CallRunner, ChatRunnable, Request
 from langchain_tag.errors import ParseError
+from langchain_tag.judging._admission import admitted_key, asked_model, foreign_reply, same_model
 from langchain_tag.judging._pairs import PairRequest, combine_halves, render_pairs, render_questions
 from langchain_tag.judging._read import read_message, read_reply
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.prompts import QUESTION_PROMPT_VERSION, VerdictFormat
 from langchain_tag.judging.results import Reading
-from langchain_tag.judging.verdict_cache import VerdictStore, verdict_key
+from langchain_tag.judging.verdict_cache import VerdictStore
 from langchain_tag.rules import Rule
 
 __all__ = ["JUDGE_TAGS", "ChatJudge", "ChatRunnable", "chat_judge", "configure_judge", "never_streaming", "same_model"]
-
-logger = logging.getLogger(__name__)
 
 JUDGE_TAGS = ("tag_judge", "nostream")
 """Tags of every judge run: ``nostream`` keeps its tokens out of LangGraph's ``stream_mode="messages"``."""
@@ -116,8 +112,7 @@ class ChatJudge(Judge):
     ) -> None:
         self.questions = questions
         super().__init__(llm, predicate, **settings)
-        asked = getattr(chat_model_of(llm), "model_name", None)
-        self._asked = asked if isinstance(asked, str) and asked else None
+        self._asked = asked_model(llm)
         """The model name the judge asks for (a reply another model gave is kept apart: :meth:`_answered_key`)."""
         self.runner = CallRunner(
             configure_judge(llm, self.settings.verdict_format),
@@ -160,12 +155,14 @@ class ChatJudge(Judge):
         *,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
+        answered: str | None = None,
+        asked: str | None = None,
     ) -> Reading:
         """Read a reply another engine got for ``request`` (the one reader) and keep it in the verdict cache.
 
         Returns the reading of that request (one half of the pair, for a contrast prompt); a reply that cannot
         be read gives a reading with ``error`` set and is not cached. A later :meth:`judge` of the same pair
-        then makes no call.
+        then makes no call. ``answered`` and ``asked`` are as for :meth:`keep`.
         """
         try:
             reading = read_reply(text, logprobs)
@@ -174,9 +171,29 @@ class ChatJudge(Judge):
         reading = replace(reading, attempts=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         if reading.error is not None:
             return reading
+        return self.keep(request, reading, answered=answered, asked=asked)
+
+    def keep(
+        self, request: PairRequest, reading: Reading, *, answered: str | None = None, asked: str | None = None
+    ) -> Reading:
+        """Keep a reading another engine got for ``request`` in the verdict cache, where it may be kept.
+
+        Under the request's key, or, when the reply names another model than the one asked for, apart under that
+        model's (:func:`~langchain_tag.judging._admission.admitted_key`, warned of once): the reading returned
+        then has ``error`` set, saying so.
+
+        Args:
+            request: The request answered.
+            reading: Its reading.
+            answered: The model the reply names (``None``: it names none).
+            asked: The model the request asked for; ``None``: the judge model's.
+        """
+        asked = asked or self._asked
+        key = admitted_key(self, request.key, answered, asked=asked)
         if self.settings.cache is not None:
-            VerdictStore(self.settings.cache).put(request.key, reading)
-        return reading
+            VerdictStore(self.settings.cache).put(key, reading)
+        foreign = foreign_reply(asked, answered)
+        return reading if foreign is None else replace(reading, error=foreign)
 
     def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
         requests, sent = self._plan_requests(batches)
@@ -191,22 +208,12 @@ class ChatJudge(Judge):
         return [combine_halves(*pair) for pair in zip(requests, found, strict=True)] if self.prompt.negation else found
 
     def _answered_key(self, key: str, asked: str, reply: Any) -> str:
-        """The key a reply is kept under: its request's, or, when another model answered, that model's.
+        """The key a reply is kept under (:func:`~langchain_tag.judging._admission.admitted_key`).
 
-        A reply names the model that gave it (``response_metadata["model_name"]``); one from another model than
-        the one asked for (a provider's dated snapshot of it is the same model) is warned of once and kept under
-        a key of its own, so it is never served as the asked model's verdict.
+        A reply names the model that gave it (``response_metadata["model_name"]``).
         """
         answered = reply.response_metadata.get("model_name") if isinstance(reply, AIMessage) else None
-        if not isinstance(answered, str) or not answered or same_model(asked, answered):
-            return key
-        if f"answered_by:{answered}" not in self.state.warned:
-            self.state.warned.add(f"answered_by:{answered}")
-            logger.warning(
-                "%s was asked for model %r but %r answered: its verdicts are kept as %r's, not served as %r's",
-                describe_model(self.llm), asked, answered, answered, asked,
-            )  # fmt: skip
-        return verdict_key(model=answered, prompt_version="answered-by", verdict_format="", query=key, rule_text="")
+        return admitted_key(self, key, answered, asked=asked)
 
     def _plan_requests(self, batches: Sequence[Batch]) -> tuple[list[list[PairRequest]], dict[str, Request[Reading]]]:
         """Each batch's pair requests, and the runner's requests by key.
@@ -237,20 +244,6 @@ class ChatJudge(Judge):
             for pair in part
         }
         return requests, sent
-
-
-_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
-"""The date a provider appends to a model's name for one snapshot of it (``gpt-4o-mini-2024-07-18``)."""
-
-
-def same_model(asked: str, answered: str) -> bool:
-    """Whether the model named in a reply is the one asked for: the same name, or a dated snapshot of it.
-
-    >>> same_model("gpt-4o-mini", "gpt-4o-mini-2024-07-18"), same_model("gpt-4o-mini", "gpt-4o")
-    (True, False)
-    """
-    asked, answered = asked.lower(), answered.lower()
-    return answered == asked or (answered.startswith(asked) and bool(_SNAPSHOT.fullmatch(answered[len(asked) :])))
 
 
 def chat_judge(judge: Any, engine: str, error: type[Exception] = ValueError) -> ChatJudge:

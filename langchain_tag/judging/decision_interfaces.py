@@ -42,6 +42,7 @@ __all__ = [
     "NoulAnswer",
     "Question",
     "State",
+    "answered_by",
     "answers_of",
     "conflicting_answers",
     "is_decision_model",
@@ -137,6 +138,18 @@ def answers_of(response: object) -> tuple[dict[str, float], Mapping[str, tuple[s
     if isinstance(predicates, Mapping):
         return {str(name): float(answer.probability) for name, answer in predicates.items()}, conflicts
     raise TypeError(f"not a decision model response: {type(response).__name__}")
+
+
+def answered_by(response: object) -> str | None:
+    """The model a decision model's response names as the one that answered (``None``: it names none).
+
+    >>> answered_by(DecisionReply(ClassifierResponse(model="m", answers={})))
+    'm'
+    """
+    if isinstance(response, DecisionReply):
+        response = response.response
+    model = getattr(response, "model", None)
+    return model if isinstance(model, str) and model else None
 
 
 def probabilities(response: object) -> dict[str, float]:

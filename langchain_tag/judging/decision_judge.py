@@ -13,7 +13,7 @@ chat judge (:class:`~langchain_tag.judging.judge.Judge`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -22,8 +22,9 @@ from langchain_core.callbacks import Callbacks
 
 from langchain_tag.calls._runner import CallRunner, Outcome, Request
 from langchain_tag.errors import ParseError
+from langchain_tag.judging._admission import admitted_key, asked_model
 from langchain_tag.judging._pairs import PairRequest, combine_halves
-from langchain_tag.judging.decision_interfaces import answers_of, is_openai_decisions, question_request
+from langchain_tag.judging.decision_interfaces import answered_by, answers_of, is_openai_decisions, question_request
 from langchain_tag.judging.judge import Batch, Judge
 from langchain_tag.judging.prompts import rule_question
 from langchain_tag.judging.results import Reading
@@ -79,6 +80,8 @@ class DecisionJudge(Judge):
             gate=self.state.gate(self.settings.limits),
         )
         self._store = VerdictStore(self.settings.cache) if self.settings.cache is not None else None
+        self._asked_model = asked_model(llm)
+        """The model name the judge asks for (answers another model gave are kept apart: :meth:`_admitted`)."""
 
     @property
     def scoring_version(self) -> str:
@@ -128,7 +131,7 @@ class DecisionJudge(Judge):
                 chunk = pending[start : start + self.max_questions]
                 request: Request[Outcome[dict[str, Reading]]] = Request(
                     messages=question_request(self.llm, query, {name: text for _, name, text in chunk}),
-                    parse=partial(_read, chunk, store),
+                    parse=partial(_read, chunk, store, self._admitted),
                     blank=Outcome(),
                     run_name=f"tag_judge {len(chunk)} questions",
                     tags=["tag_judge"],
@@ -137,6 +140,10 @@ class DecisionJudge(Judge):
                 calls.append((chunk, request))
             planned.append(([p for p, _, _ in asked], calls, cached))
         return planned
+
+    def _admitted(self, key: str, response: Any) -> str:
+        """The key an answer of ``response`` is kept under (:func:`~langchain_tag.judging._admission.admitted_key`)."""
+        return admitted_key(self, key, answered_by(response), asked=self._asked_model)
 
     def _call(self, batches: Sequence[Batch], callbacks: Callbacks) -> list[list[Reading]]:
         planned = self._plan_requests(batches)
@@ -191,8 +198,13 @@ def _sender(llm: Any) -> Any:
     return CheckedDecisions.of(llm) or llm
 
 
-def _read(chunk: _Asked, store: VerdictStore | None, response: Any) -> Outcome[dict[str, Reading]]:
+def _read(
+    chunk: _Asked, store: VerdictStore | None, admitted: Callable[[str, Any], str], response: Any
+) -> Outcome[dict[str, Reading]]:
     """One decision response read into a reading per answered pair key, each cached as it arrives.
+
+    Each is cached under the key ``admitted`` gives it: its own, or, when another model than the one asked for
+    answered, apart (:func:`~langchain_tag.judging._admission.admitted_key`).
 
     A question the response leaves out (or refused) gets no reading: that pair alone fails. A question its body
     answered more than once, differently, gets a failed reading naming the answers, as the batch import treats
@@ -214,7 +226,7 @@ def _read(chunk: _Asked, store: VerdictStore | None, response: Any) -> Outcome[d
         raise ParseError(f"the decision model gave no usable answer: {'; '.join(why[:3])}{more}")
     if store is not None:
         for key, reading in usable.items():
-            store.put(key, reading)
+            store.put(admitted(key, response), reading)
     return Outcome(value=readings)
 
 

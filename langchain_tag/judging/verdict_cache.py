@@ -39,6 +39,7 @@ __all__ = [
     "VerdictCache",
     "VerdictCacheError",
     "VerdictStore",
+    "rule_fingerprint",
     "verdict_key",
 ]
 
@@ -69,6 +70,27 @@ def verdict_key(*, model: str, prompt_version: str, verdict_format: str, query: 
     """
     payload = json.dumps([READER_VERSION, model, prompt_version, verdict_format, query, rule_text], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+RULE_FINGERPRINT_CHARS = 16
+"""Hex digits of a rule fingerprint (64 bits: two rules of one file never share one by chance)."""
+
+
+def rule_fingerprint(*, prompt_version: str, rule_text: str) -> str:
+    """What identifies the rule a verdict judged: a short SHA-256 over the judge prompt's version and the rule text.
+
+    The rule text is the rule as the judge prompt renders it (its condition, for the applicability judge), as
+    :func:`verdict_key` takes it: so a verdict written down names the rule it judged, and a rule whose condition
+    changed since, or a judge prompt of another version, no longer matches it.
+
+    >>> rule_fingerprint(prompt_version="v1", rule_text="a bare except") == rule_fingerprint(
+    ...     prompt_version="v1", rule_text="a bare except")
+    True
+    >>> len(rule_fingerprint(prompt_version="v1", rule_text="x"))
+    16
+    """
+    payload = json.dumps([prompt_version, rule_text], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:RULE_FINGERPRINT_CHARS]
 
 
 class InMemoryVerdictCache:

@@ -63,6 +63,7 @@ __all__ = [
     "Role",
     "get_chat_model",
     "get_embeddings",
+    "openai_client_options",
     "rate_limiter",
     "request_deadline_hooks",
 ]
@@ -238,6 +239,34 @@ class ModelConfig:
         return self.model
 
 
+def openai_client_options(cfg: ModelConfig) -> dict[str, Any]:
+    """The options every OpenAI client the package builds is given: the configured timeout and retries.
+
+    ``timeout`` bounds each read and the HTTP clients' hooks each whole request
+    (:func:`request_deadline_hooks`), so a chat model and a decision model (``OpenAIDecisions``) made from one
+    configuration keep the same deadline (``LANGCHAIN_TAG_TIMEOUT``). The keys are the keyword arguments of
+    ``ChatOpenAI`` and ``OpenAIDecisions`` alike: ``timeout``, ``max_retries``, ``http_client`` and
+    ``http_async_client``.
+
+    Raises:
+        MissingExtraError: When the ``openai`` extra is not installed.
+    """
+    require_extra("openai", "openai")
+    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
+
+    def async_client() -> Any:
+        return DefaultAsyncHttpxClient(event_hooks=request_deadline_hooks(cfg.timeout, asynchronous=True))
+
+    return {
+        "timeout": cfg.timeout,
+        "max_retries": cfg.max_retries,
+        # The client's own timeout bounds each read; these hooks bound the whole request.
+        "http_client": DefaultHttpxClient(event_hooks=request_deadline_hooks(cfg.timeout)),
+        # A sync bulk job runs on an event loop of its own with a private client made the same way.
+        "http_async_client": remakeable(async_client(), async_client),
+    }
+
+
 def get_chat_model(
     config: ModelConfig | None = None,
     *,
@@ -278,21 +307,7 @@ def get_chat_model(
         require_extra("xllamacpp", "local")
     require_extra("langchain_openai", "openai")
 
-    kwargs: dict[str, Any] = {
-        "temperature": 0,
-        "timeout": cfg.timeout,
-        "max_retries": cfg.max_retries,
-    }
-    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
-
-    # The client's own timeout bounds each read; these hooks bound the whole request.
-    kwargs["http_client"] = DefaultHttpxClient(event_hooks=request_deadline_hooks(cfg.timeout))
-
-    def async_client() -> Any:
-        return DefaultAsyncHttpxClient(event_hooks=request_deadline_hooks(cfg.timeout, asynchronous=True))
-
-    # A sync bulk job runs on an event loop of its own with a private client made the same way.
-    kwargs["http_async_client"] = remakeable(async_client(), async_client)
+    kwargs: dict[str, Any] = {"temperature": 0, **openai_client_options(cfg)}
     if cfg.requests_per_second is not None:
         kwargs["rate_limiter"] = rate_limiter(cfg.requests_per_second)
     if cfg.provider == "local":

@@ -2,20 +2,24 @@
 
 Every bad line is refused with an error naming the file and the line; a
 verdicts or gold file that names rules the rule file does not hold is refused
-with a message naming both files.
+with a message naming both files, and so are verdicts made for rules changed
+since (their fingerprints, :func:`check_judged_rules`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_tag.errors import TagError
 from langchain_tag.jsonl import JsonLineError, json_lines
-from langchain_tag.scale.verdict_lines import VerdictLine, VerdictLineError, VerdictPair
+from langchain_tag.judging.judge import resolve_judge_prompt
+from langchain_tag.judging.verdict_cache import rule_fingerprint
+from langchain_tag.rules import Rule
+from langchain_tag.scale.verdict_lines import JudgedRules, VerdictLine, VerdictLineError, VerdictPair
 
 __all__ = [
     "GOLD_KEYS",
@@ -24,6 +28,7 @@ __all__ = [
     "ReviewError",
     "UncoveredSpan",
     "VerdictRecord",
+    "check_judged_rules",
     "check_rule_ids",
     "read_gold",
     "read_report",
@@ -54,6 +59,7 @@ class VerdictRecord:
         failed: Rule id -> the error of its failed judgment.
         pairs: Every pair's judgment, in rule order, when the job wrote them (``--all-pairs``); else ``None``.
         error: Why none of the input's pairs could be judged, if so.
+        judged: The rules the line says it judged (``None``: a line written before lines said so).
     """
 
     id: str
@@ -62,11 +68,12 @@ class VerdictRecord:
     failed: dict[str, str] = field(default_factory=dict)
     pairs: list[Pair] | None = None
     error: str | None = None
+    judged: JudgedRules | None = None
 
     @classmethod
     def of(cls, verdict: VerdictLine, line: int) -> VerdictRecord:
         """The record of a verdicts line read from line ``line`` of its file."""
-        return cls(verdict.id, line, verdict.matched, verdict.failed, verdict.pairs, verdict.error)
+        return cls(verdict.id, line, verdict.matched, verdict.failed, verdict.pairs, verdict.error, verdict.judged)
 
     def rule_ids(self) -> set[str]:
         """Every rule id the record names."""
@@ -179,6 +186,59 @@ def check_rule_ids(records: Iterable[VerdictRecord], rule_ids: Collection[str], 
             f"{verdicts} judges none of {', '.join(map(repr, missing[:3]))}"
             f"{' and others' if len(missing) > 3 else ''} of {rules}: these verdicts were made with another rule file"
         )
+
+
+def check_judged_rules(
+    records: Sequence[VerdictRecord], rules: Sequence[Rule], *, verdicts: Path, rules_path: Path
+) -> str | None:
+    """Refuse verdicts made for rules changed since: a rule whose fingerprint is not the one a line judged.
+
+    Each line names the judge prompt and the fingerprint of every rule it judged
+    (:func:`~langchain_tag.scale._bulk_job.judged_rules`); the rules of ``rules`` with those ids are fingerprinted
+    again the same way. Lines written before lines said so (or judged with a prompt of one's own, which cannot
+    be looked up by name) cannot be checked: they are read, and a note saying so is returned for the page.
+
+    Returns:
+        The note on the lines that could not be checked, or ``None``.
+
+    Raises:
+        ReviewError: Naming both files, the first line at fault and the rules changed since.
+    """
+    by_id = {r.rule_id: r for r in rules}
+    unverified = 0
+    known: dict[str, dict[str, str]] = {}  # prompt name -> rule id -> its fingerprint now
+    for record in records:
+        judged = record.judged
+        if judged is None or (judged.prompt not in known and _fingerprints(judged.prompt, rules, known) is None):
+            unverified += 1
+            continue
+        now = known[judged.prompt]
+        changed = [rule_id for rule_id, found in judged.rules.items() if rule_id in by_id and now[rule_id] != found]
+        if changed:
+            raise ReviewError(
+                f"{verdicts}:{record.line}: judged rule {', '.join(map(repr, changed[:3]))}"
+                f"{' and others' if len(changed) > 3 else ''} as it was before: its condition (or the "
+                f"{judged.prompt!r} judge prompt) changed since, in {rules_path}; judge the inputs again"
+            )
+    if not unverified:
+        return None
+    lines = f"the {unverified} lines" if unverified == len(records) else f"{unverified} lines"
+    return (
+        f"unverified: {lines} of {verdicts} do not say which rules they judged (written before verdicts files "
+        "did, or with a judge prompt of one's own): the rules may have changed since"
+    )
+
+
+def _fingerprints(prompt_name: str, rules: Sequence[Rule], known: dict[str, dict[str, str]]) -> dict[str, str] | None:
+    """Every rule's fingerprint under the judge prompt named ``prompt_name`` (kept in ``known``); ``None``: unknown."""
+    try:
+        prompt = resolve_judge_prompt(prompt_name)
+    except ValueError:
+        return None
+    version = prompt.scoring_version
+    found = {r.rule_id: rule_fingerprint(prompt_version=version, rule_text=prompt.render_rule(r)) for r in rules}
+    known[prompt_name] = found
+    return found
 
 
 def read_gold(path: str | Path, rule_ids: Collection[str], *, rules: Path) -> dict[str, set[str]]:

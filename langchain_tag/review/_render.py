@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from langchain_tag.ranges import THRESHOLD
-from langchain_tag.review._files import ReviewError, check_rule_ids, read_gold, read_report, read_source, read_verdicts
+from langchain_tag.review._files import (
+    ReviewError,
+    check_judged_rules,
+    check_rule_ids,
+    read_gold,
+    read_report,
+    read_source,
+    read_verdicts,
+)
 from langchain_tag.review._html import render_html
 from langchain_tag.review._page import build_page
 from langchain_tag.rules import Rule, RuleFileError, check_unique_rule_ids, load_rules
@@ -63,8 +71,9 @@ def render_review(
 
     Raises:
         ReviewError: On a file that cannot be used (naming it and the line), verdicts or a gold made for other
-            rules (naming both files), a gold without verdicts, or a threshold outside [0, 1]
-            (:data:`~langchain_tag.ranges.THRESHOLD`'s message).
+            rules, or verdicts made for rules whose condition changed since (naming both files and those rules;
+            verdicts that do not say which rules they judged are shown, marked unverified), a gold without
+            verdicts, or a threshold outside [0, 1] (:data:`~langchain_tag.ranges.THRESHOLD`'s message).
         RuleFileError: On a bad rule file.
         MissingExtraError: When the ``review`` extra (Jinja2, matplotlib) is not installed.
     """
@@ -89,9 +98,11 @@ def render_review(
     source_path = Path(source)
     output = Path(output)
     records = None
+    unverified = None
     if verdicts is not None:
         records = read_verdicts(verdicts)
         check_rule_ids(records, rule_ids, verdicts=Path(verdicts), rules=rules_path)
+        unverified = check_judged_rules(records, rule_list, verdicts=Path(verdicts), rules_path=rules_path)
     texts = None
     if inputs is not None:
         items = read_inputs(inputs) if isinstance(inputs, (str, Path)) else list(inputs)
@@ -113,6 +124,8 @@ def render_review(
         cut_at=cut_at,
         full_text_dir=full_text_dir,
     )
+    if unverified is not None:
+        page.context["notes"].append(unverified)
     html = render_html(page.context)
     output.parent.mkdir(parents=True, exist_ok=True)
     for full in page.full_texts:

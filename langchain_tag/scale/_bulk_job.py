@@ -23,18 +23,19 @@ from langchain_tag.judging.verdict_cache import (
     SQLiteVerdictCache,
     VerdictCacheError,
     VerdictStore,
+    rule_fingerprint,
 )
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 from langchain_tag.scale._bulk_progress import PairRecorder, Progress
 from langchain_tag.scale.inputs import InputItem, InputsError, encoding_error
-from langchain_tag.scale.verdict_lines import VerdictLine, VerdictPair
+from langchain_tag.scale.verdict_lines import JudgedRules, VerdictLine, VerdictPair
 
 if TYPE_CHECKING:
     from langchain_tag.cascade_retriever import CascadeRetriever
     from langchain_tag.judging.results import Judgment, MatchResult
     from langchain_tag.retrievers import ApplicabilityRetriever
 
-__all__ = ["Job", "Judged", "failure_record", "result_record", "retriever_rules"]
+__all__ = ["Job", "Judged", "failure_record", "judged_rules", "result_record", "retriever_rules"]
 
 Judged = Union["ApplicabilityRetriever", "CascadeRetriever"]
 """What the bulk job runs: a retriever (any judge behind it), or a cascade of two."""
@@ -45,13 +46,29 @@ def retriever_rules(retriever: Judged) -> list[Rule]:
     return rules_from_documents(rule_documents(retriever.rules))
 
 
+def judged_rules(retriever: Judged, rules: Sequence[Rule]) -> JudgedRules | None:
+    """What a verdicts line says it judged: the judge prompt's name and each rule's fingerprint (none without rules).
+
+    A fingerprint is over the rule as the judge prompt renders it and that prompt's scoring version
+    (:func:`~langchain_tag.judging.verdict_cache.rule_fingerprint`).
+    """
+    if not rules:
+        return None
+    prompt = retriever.judge.prompt
+    version = prompt.scoring_version
+    found = {r.rule_id: rule_fingerprint(prompt_version=version, rule_text=prompt.render_rule(r)) for r in rules}
+    return JudgedRules(prompt.name, found)
+
+
 def _p_yes(judgment: Judgment) -> float | None:
     """A judgment's raw P(YES) (named ``probability`` before ``p_yes``)."""
     value = getattr(judgment, "p_yes", None)
     return value if value is not None else getattr(judgment, "probability", None)
 
 
-def result_record(item: InputItem, result: MatchResult, *, all_pairs: bool = False) -> dict[str, Any]:
+def result_record(
+    item: InputItem, result: MatchResult, *, all_pairs: bool = False, judged: JudgedRules | None = None
+) -> dict[str, Any]:
     """One input's JSON-ready result: its id, the matched rules (best score first) and the failed pairs.
 
     Only what the verdicts determine goes in (no call or token counts, no
@@ -61,20 +78,24 @@ def result_record(item: InputItem, result: MatchResult, *, all_pairs: bool = Fal
         item: The input.
         result: Its match result.
         all_pairs: Also give every pair's decision, raw P(YES) and score, in rule order.
+        judged: The rules judged (:func:`judged_rules`), for the line to say so.
     """
     line = VerdictLine(
         item.id,
         matched=[VerdictPair(j.rule_id, True, j.score, _p_yes(j)) for j in result.matched],
         failed={j.rule_id: j.error for j in result.failed if j.error is not None},
+        judged=judged,
     )
     if all_pairs:
         line.pairs = [VerdictPair(j.rule_id, j.applies, j.score, _p_yes(j)) for j in result.judgments]
     return line.to_line()
 
 
-def failure_record(item: InputItem, rules: Sequence[Rule], error: str, *, all_pairs: bool) -> dict[str, Any]:
+def failure_record(
+    item: InputItem, rules: Sequence[Rule], error: str, *, all_pairs: bool, judged: JudgedRules | None = None
+) -> dict[str, Any]:
     """The result of an input none of whose pairs could be judged: every rule failed with ``error``."""
-    line = VerdictLine(item.id, failed={r.rule_id: error for r in rules}, error=error)
+    line = VerdictLine(item.id, failed={r.rule_id: error for r in rules}, error=error, judged=judged)
     if all_pairs:
         line.pairs = [VerdictPair(r.rule_id, False, None, None) for r in rules]
     return line.to_line()
@@ -109,6 +130,9 @@ class Job:
     finished: int = 0
     """How many inputs are judged so far."""
 
+    judged: JudgedRules | None = None
+    """What every line says it judged (:func:`judged_rules`)."""
+
     @classmethod
     def start(cls, retriever: Judged, items: Sequence[InputItem], *, all_pairs: bool, show: bool | None) -> Job:
         rules = retriever_rules(retriever)
@@ -123,7 +147,10 @@ class Job:
         cache = retriever.judge.settings.cache
         claims = Claims(cache) if isinstance(cache, SQLiteVerdictCache) else None
         requests = retriever.judge.requests_for(per_input)
-        return cls(retriever, rules, per_input, requests, all_pairs, progress, to_judge, claims, len(items))
+        judged = judged_rules(retriever, rules)
+        return cls(
+            retriever, rules, per_input, requests, all_pairs, progress, to_judge, claims, len(items), judged=judged
+        )
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -171,8 +198,8 @@ class Job:
         if isinstance(outcome, JudgmentsFailedError):
             outcome = outcome.result
         if isinstance(outcome, BaseException):
-            return failure_record(item, self.rules, _one_line(outcome), all_pairs=self.all_pairs)
-        return result_record(item, outcome, all_pairs=self.all_pairs)
+            return failure_record(item, self.rules, _one_line(outcome), all_pairs=self.all_pairs, judged=self.judged)
+        return result_record(item, outcome, all_pairs=self.all_pairs, judged=self.judged)
 
     def keys(self, item: InputItem) -> list[str]:
         """The verdict cache keys of ``item``'s pairs (none to claim without claims or rules)."""

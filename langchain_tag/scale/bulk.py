@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_tag.calls._own_loop import iterate_on_own_loop, loop_is_free
 from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.ranges import MAX_CONCURRENCY
-from langchain_tag.scale._bulk_job import Job, Judged, failure_record, result_record, retriever_rules
+from langchain_tag.scale._bulk_job import Job, Judged, failure_record, judged_rules, result_record, retriever_rules
 from langchain_tag.scale._results_file import OutputFileError, awrite_results, check_output_path, write_results
 from langchain_tag.scale.inputs import InputItem, InputsError, as_input_items, read_inputs
 
@@ -54,6 +54,7 @@ __all__ = [
     "capped_retriever",
     "check_output_path",
     "failure_record",
+    "judged_rules",
     "match_corpus",
     "read_inputs",
     "result_record",

@@ -7,7 +7,10 @@ A verdicts file (``langchain-tag match --inputs ... -o verdicts.jsonl``) holds o
 plus ``"error"`` when none of the input's pairs could be judged, and ``"pairs"`` (every pair's
 ``rule_id``, ``applies``, ``p_yes`` and ``score``, in rule order) with ``--all-pairs``. A cascade job's
 entries also say which judge decided (``"judge"``: ``"strong"`` or ``"proxy"``) and, in ``pairs``, the
-proxy's score (``"proxy_score"``). :meth:`VerdictLine.to_line` writes that object and
+proxy's score (``"proxy_score"``). A line also says which rules it judged (``"judged"``: the judge prompt's
+name and each rule's fingerprint, :func:`~langchain_tag.judging.verdict_cache.rule_fingerprint`), so a reader
+can tell verdicts made for rules changed since; a line written before it did has none (:attr:`VerdictLine.judged`
+is ``None``: unverified). :meth:`VerdictLine.to_line` writes that object and
 :meth:`VerdictLine.from_line` reads it back, refusing a bad line with a message naming where it is.
 
 Example:
@@ -30,7 +33,7 @@ from typing import Any
 
 from langchain_tag.errors import TagError
 
-__all__ = ["VerdictLine", "VerdictLineError", "VerdictPair"]
+__all__ = ["JudgedRules", "VerdictLine", "VerdictLineError", "VerdictPair"]
 
 
 class VerdictLineError(TagError, ValueError):
@@ -96,6 +99,41 @@ class VerdictPair:
         )
 
 
+@dataclass(frozen=True)
+class JudgedRules:
+    """What rules a verdicts line judged: ``{"prompt": name, "rules": {rule_id: fingerprint}}`` in the line.
+
+    Attributes:
+        prompt: The judge prompt's registry name (its version is in each fingerprint).
+        rules: Rule id -> the fingerprint of the rule as judged
+            (:func:`~langchain_tag.judging.verdict_cache.rule_fingerprint`), in rule order.
+    """
+
+    prompt: str
+    rules: dict[str, str]
+
+    def to_entry(self) -> dict[str, Any]:
+        """The line's ``judged`` object."""
+        return {"prompt": self.prompt, "rules": dict(self.rules)}
+
+    @classmethod
+    def from_entry(cls, value: Any, where: str) -> JudgedRules:
+        """Read a line's ``judged`` object.
+
+        Raises:
+            VerdictLineError: Naming ``where``, when it is not such an object.
+        """
+        rules = value.get("rules") if isinstance(value, dict) else None
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("prompt"), str)
+            or not isinstance(rules, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in rules.items())
+        ):
+            raise VerdictLineError(f'{where}: judged must be {{"prompt": name, "rules": {{rule_id: fingerprint}}}}')
+        return cls(value["prompt"], dict(rules))
+
+
 @dataclass
 class VerdictLine:
     """One input's line of a verdicts file.
@@ -106,6 +144,7 @@ class VerdictLine:
         failed: Rule id -> the error of its failed judgment (counted NO), in rule order.
         pairs: Every pair's judgment, in rule order, when the job wrote them (``--all-pairs``); else ``None``.
         error: Why none of the input's pairs could be judged, if so.
+        judged: Which rules were judged, by their fingerprints; ``None`` in a line written before lines said so.
     """
 
     id: str
@@ -113,6 +152,7 @@ class VerdictLine:
     failed: dict[str, str] = field(default_factory=dict)
     pairs: list[VerdictPair] | None = None
     error: str | None = None
+    judged: JudgedRules | None = None
 
     def to_line(self) -> dict[str, Any]:
         """The line's JSON-ready object (keys in the order the file has them)."""
@@ -125,6 +165,8 @@ class VerdictLine:
             line["error"] = self.error
         if self.pairs is not None:
             line["pairs"] = [p.pair_entry() for p in self.pairs]
+        if self.judged is not None:
+            line["judged"] = self.judged.to_entry()
         return line
 
     @classmethod
@@ -154,6 +196,8 @@ class VerdictLine:
                 raise VerdictLineError(f"{where}: pairs must be a list")
             line.pairs = [VerdictPair.from_entry(item, where, applies=None) for item in data["pairs"]]
         line.error = _text(data.get("error"))
+        if data.get("judged") is not None:
+            line.judged = JudgedRules.from_entry(data["judged"], where)
         return line
 
 

@@ -4,7 +4,8 @@
 exported with, reads every results line, refuses a reply that does not answer
 its pair's current request (another export's, or one to an input or rule
 edited since), records each readable reply with
-:meth:`~langchain_tag.judging.chat.ChatJudge.record`, and reports what failed,
+:meth:`~langchain_tag.judging.chat.ChatJudge.record` (one another model than the batch's gave is kept apart and
+reported failed), and reports what failed,
 was refused, conflicts or is missing in an :class:`ImportSummary`.
 :class:`BatchResultsModel` is a judge model that answers only from the
 verdict cache, for reading results with no live model.
@@ -326,7 +327,7 @@ def import_openai_batch(
         entry = check.entry(cid) if cid is not None else None
         if entry is None or isinstance(data, str):
             continue
-        error = _record(judge, entry, data, summary)
+        error = _record(judge, entry, data, summary, asked=mapping.model_name)
         if error is None:
             recorded.add(entry.custom_id)
         else:
@@ -376,8 +377,14 @@ def _read_replies(paths: list[str | Path], check: _PairCheck, summary: ImportSum
     return to_record
 
 
-def _record(judge: Any, entry: BatchEntry, data: Mapping[str, Any], summary: ImportSummary) -> str | None:
-    """Record one results line's reply; return why it could not be, or ``None``."""
+def _record(
+    judge: Any, entry: BatchEntry, data: Mapping[str, Any], summary: ImportSummary, *, asked: str | None
+) -> str | None:
+    """Record one results line's reply; return why it could not be, or ``None``.
+
+    A reply another model than ``asked`` (the batch's) gave is kept apart, not recorded
+    (:meth:`~langchain_tag.judging.chat.ChatJudge.keep`): a failure naming that model.
+    """
     reply = _reply(data)
     if isinstance(reply, str):
         return reply
@@ -387,6 +394,8 @@ def _record(judge: Any, entry: BatchEntry, data: Mapping[str, Any], summary: Imp
         reply.logprobs,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
+        answered=reply.model or None,
+        asked=asked,
     )
     if judgment.error is not None:
         return str(judgment.error)

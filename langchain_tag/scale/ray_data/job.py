@@ -16,6 +16,7 @@ from langchain_tag.calls._faults import ReportedFault, client_retries, is_perman
 from langchain_tag.calls._identity import IDENTITY_METADATA_KEY, chat_model_of, describe_model, redact_url
 from langchain_tag.calls._recorded import RecordedReplies, prompt_key
 from langchain_tag.errors import ProviderError
+from langchain_tag.judging._admission import asked_model, foreign_reply
 from langchain_tag.judging._pairs import PairRequest
 from langchain_tag.judging.chat import chat_judge
 from langchain_tag.judging.judge import resolve_judge_prompt
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["RayJudgeRun", "RayRequestError", "RayRequestFailure", "judge_endpoint", "judge_with_ray"]
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds allowed per request when neither ``timeout=`` nor the judge model gives a deadline."""
 
 BATCHES_PER_BLOCK = 16
 """Most batches in one block of the job's rows. A worker runs a block's batches side by side (Ray Data runs up
@@ -110,11 +114,12 @@ class _Pending:
     attempts: int = 0
     error: str = ""
     reply: tuple[str, dict[str, Any] | None] | None = None  # a reply that is not a verdict
+    foreign: bool = False  # answered by another model than the one asked for
 
     @property
     def final(self) -> bool:
-        """Whether sending it again cannot help: it failed with a permanent HTTP status."""
-        return is_permanent(ReportedFault(self.error))
+        """Whether sending it again cannot help: it failed with a permanent HTTP status, or another model answered."""
+        return self.foreign or is_permanent(ReportedFault(self.error))
 
 
 def judge_with_ray(
@@ -130,7 +135,7 @@ def judge_with_ray(
     max_concurrency: int | None = None,
     max_attempts: int | None = None,
     retry_backoff: float = 1.0,
-    timeout: float = 120.0,
+    timeout: float | None = None,
     num_cpus: float = 0.25,
     processor: Processor | None = None,
 ) -> RayJudgeRun:
@@ -164,7 +169,8 @@ def judge_with_ray(
             else the judge's ``max_attempts``), so both write the same record.
             A permanent fault (HTTP 400, 401, 403, 404, 413, 422) is not sent again.
         retry_backoff: Seconds before the first resend pass, doubled for each further one.
-        timeout: Seconds allowed per request.
+        timeout: Seconds allowed per request; ``None``: the judge model's own timeout, as in-process requests
+            have it (``LANGCHAIN_TAG_TIMEOUT`` for the CLI's), else :data:`DEFAULT_TIMEOUT`.
         num_cpus: CPUs reserved per HTTP worker.
         processor: A Ray Data LLM processor to use instead of the HTTP one
             built from the arguments above: it takes rows with ``order``,
@@ -194,8 +200,10 @@ def judge_with_ray(
     rules = rules_from_documents(rule_documents(retriever.rules))
     queries = list(inputs)
     cap = MAX_CONCURRENCY.check(retriever.max_concurrency if max_concurrency is None else max_concurrency)
+    endpoint: dict[str, Any] | None = None
     if processor is None:
         endpoint = judge_endpoint(retriever, base_url=base_url, model=model, api_key=api_key, extra_body=extra_body)
+        own_timeout = endpoint.pop("timeout")
         processor = build_judge_processor(
             **endpoint,
             max_tokens=1 if judge.settings.verdict_format == "token" else None,
@@ -203,7 +211,7 @@ def judge_with_ray(
             batch_size=batch_size,
             max_in_flight=max(1, cap // _most_workers(concurrency)),
             num_cpus=num_cpus,
-            timeout=timeout,
+            timeout=timeout if timeout is not None else own_timeout or DEFAULT_TIMEOUT,
         )
 
     run = RayJudgeRun()
@@ -215,6 +223,7 @@ def judge_with_ray(
         processor,
         pending,
         run,
+        asked=model or (endpoint["model"] if endpoint is not None else asked_model(retriever.llm)),
         max_attempts=max_attempts,
         retry_backoff=retry_backoff,
         batch_size=batch_size,
@@ -245,7 +254,10 @@ def judge_endpoint(
     api_key: str | None,
     extra_body: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The endpoint to send to: the arguments given, else what the judge model (a ``ChatOpenAI``) names."""
+    """The endpoint to send to: the arguments given, else what the judge model (a ``ChatOpenAI``) names.
+
+    Also the judge model's ``timeout`` (seconds a number, else ``None``), the deadline its in-process requests have.
+    """
     llm = chat_model_of(retriever.llm)
     if base_url is None:
         found = getattr(llm, "openai_api_base", None) or getattr(llm, "base_url", None)
@@ -266,7 +278,9 @@ def judge_endpoint(
     if extra_body is None:
         found = getattr(llm, "extra_body", None)
         extra_body = found if isinstance(found, Mapping) else None
-    return {"base_url": base_url, "model": model, "api_key": api_key, "extra_body": extra_body}
+    found = getattr(llm, "request_timeout", None)
+    timeout = float(found) if isinstance(found, int | float) and not isinstance(found, bool) and found > 0 else None
+    return {"base_url": base_url, "model": model, "api_key": api_key, "extra_body": extra_body, "timeout": timeout}
 
 
 def _plan(judge: Any, queries: Sequence[str], rules: Sequence[Rule], run: RayJudgeRun) -> list[_Pending]:
@@ -300,12 +314,17 @@ def _send(
     pending: list[_Pending],
     run: RayJudgeRun,
     *,
+    asked: str | None,
     max_attempts: int,
     retry_backoff: float,
     batch_size: int,
     workers: int,
 ) -> list[_Pending]:
-    """Run the pending requests through Ray in passes, recording replies; return those still failing."""
+    """Run the pending requests through Ray in passes, recording replies; return those still failing.
+
+    A reply another model than ``asked`` (``None``: none named) gave is kept apart, and its request
+    fails for good (:meth:`~langchain_tag.judging.chat.ChatJudge.keep`).
+    """
     import ray.data
 
     started = time.perf_counter()
@@ -332,8 +351,10 @@ def _send(
             error = str(row.get("__inference_error__") or row.get("error") or "")
             if not error:
                 text, logprobs = str(row.get("text") or ""), _logprobs(row.get("logprobs"))
-                error = _keep(judge, entry.request, row, text, logprobs).error or ""
-                entry.reply = (text, logprobs) if error else None
+                answered = str(row.get("model") or "") or None
+                error = _keep(judge, entry.request, row, text, logprobs, answered, asked).error or ""
+                entry.foreign = foreign_reply(asked, answered) is not None
+                entry.reply = (text, logprobs) if error and not entry.foreign else None
             elif row.get("text"):  # the pipeline read a reply that is not a verdict
                 entry.reply = (str(row["text"]), _logprobs(row.get("logprobs")))
             entry.error = error
@@ -344,25 +365,37 @@ def _send(
     return [*finished, *pending]
 
 
-def _keep(judge: Any, request: PairRequest, row: Mapping[str, Any], text: str, logprobs: Any) -> Reading:
+def _keep(
+    judge: Any,
+    request: PairRequest,
+    row: Mapping[str, Any],
+    text: str,
+    logprobs: Any,
+    answered: str | None,
+    asked: str | None,
+) -> Reading:
     """Keep an answered row's reading in the verdict cache, reading its reply only if the pipeline did not.
 
     The pipeline's postprocess read the reply (:func:`~langchain_tag.scale.ray_data.requests.read_chat_response`);
     a processor of one's own that left it unread has it read here, by the judge's
-    :meth:`~langchain_tag.judging.chat.ChatJudge.record`. Either way the one reader reads each reply once.
+    :meth:`~langchain_tag.judging.chat.ChatJudge.record`. Either way the one reader reads each reply once, and
+    the judge's :meth:`~langchain_tag.judging.chat.ChatJudge.keep` decides where it may be kept.
     """
     reading = row_reading(row)
+    kept: Reading
     if reading is None:
-        read: Reading = judge.record(
+        kept = judge.record(
             request,
             text,
             logprobs,
             prompt_tokens=int(row.get("prompt_tokens") or 0),
             completion_tokens=int(row.get("completion_tokens") or 0),
+            answered=answered,
+            asked=asked,
         )
-        return read
-    VerdictStore(judge.settings.cache).put(request.key, reading)
-    return reading
+    else:
+        kept = judge.keep(request, reading, answered=answered, asked=asked)
+    return kept
 
 
 def _most_workers(concurrency: int | tuple[int, int]) -> int:

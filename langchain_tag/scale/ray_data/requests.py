@@ -33,11 +33,13 @@ OUTPUT_COLUMNS = (
     "word",
     "prompt_tokens",
     "completion_tokens",
+    "model",
     "error",
 )
 """The columns of each pipeline output row (what :func:`read_chat_response` adds to ``order``, ``key``, ``request``).
 
-A processor of one's own may leave ``p_yes`` and ``word`` ``None``: the job then reads the reply itself."""
+A processor of one's own may leave ``p_yes`` and ``word`` ``None``: the job then reads the reply itself; and
+``model`` empty (or leave it out): the reply is then taken as the asked model's."""
 
 
 def chat_request_body(
@@ -84,7 +86,8 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
         reading :func:`~langchain_tag.judging._read.read_reply` makes of it:
         ``p_yes`` is ``None`` for a text verdict, ``word`` the YES (``True``)
         or NO (``False``) read, ``None`` when none was), ``prompt_tokens``,
-        ``completion_tokens`` and ``error`` (``""`` when the reply was read).
+        ``completion_tokens``, ``model`` (the model the body says answered, ``""`` when it names none) and
+        ``error`` (``""`` when the reply was read).
         :func:`row_reading` gives that reading back to the job.
     """
     row: dict[str, Any] = {
@@ -94,6 +97,7 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
         "word": None,
         "prompt_tokens": 0,
         "completion_tokens": 0,
+        "model": "",
         "error": "",
     }
     if transport_error:
@@ -112,6 +116,7 @@ def read_chat_response(status: int, body: str, transport_error: str = "") -> dic
     row["logprobs"] = json.dumps(completion.logprobs) if completion.logprobs is not None else ""
     row["prompt_tokens"] = completion.prompt_tokens
     row["completion_tokens"] = completion.completion_tokens
+    row["model"] = completion.model
     try:
         reading = read_reply(completion.text, completion.logprobs)
     except ParseError as exc:

@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -324,13 +325,18 @@ class FakeDecisionsServer(LoopbackServer):
         paths: Every request path received.
         twice: Rule ids whose question is answered a second time, after all the others, with this P(yes)
             (``None``: the same answer again).
+        answered_by: The model every response names (``None``: the one asked for).
+        stall: Seconds each request waits before it is answered.
     """
 
     def __init__(self) -> None:
         super().__init__(lambda path, body: as_json(*self.reply(path, body)))
         self.twice: dict[str, float | None] = {}
+        self.answered_by: str | None = None
+        self.stall = 0.0
 
     def reply(self, path: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        time.sleep(self.stall)
         if path != "/v1/decisions":
             return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
         state = body["input"]
@@ -344,7 +350,7 @@ class FakeDecisionsServer(LoopbackServer):
             if a["name"] in self.twice
         ]
         usage = {"input_tokens": len(state.split()), "output_tokens": len(answers)}
-        return 200, {"model": body["model"], "answers": answers, "usage": usage}
+        return 200, {"model": self.answered_by or body["model"], "answers": answers, "usage": usage}
 
 
 def use_decisions_server(server: FakeDecisionsServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -428,6 +434,65 @@ def test_match_inputs_with_decisions_resumes_from_the_verdict_cache(
     assert first == (tmp_path / "again.jsonl").read_text()
     records = [json.loads(line) for line in first.splitlines()]
     assert [[m["rule_id"] for m in r["matched"]] for r in records] == [expected_ids(q) for q in INPUTS]
+
+
+@pytest.mark.enable_socket
+@pytest.mark.parametrize(("answered", "same"), [("fake-luna-2025-01-31", True), ("another-luna", False)])
+def test_answers_another_decision_model_gave_are_kept_apart_and_warned_of(
+    answered: str, same: bool, decisions_server: FakeDecisionsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    decisions_server.answered_by = answered
+    retriever = decision_retriever(openai_decisions(decisions_server))
+    with caplog.at_level("WARNING", logger="langchain_tag"):
+        first = retriever.invoke(INPUTS[0])
+        again = retriever.invoke(INPUTS[0])
+    assert view(first) == view(again) and [d.id for d in first] == expected_ids(INPUTS[0])
+    assert len(decisions_server.bodies) == (1 if same else 2)  # another model's answers are not served as fake-luna's
+    warned = [r.getMessage() for r in caplog.records if "another-luna" in r.getMessage()]
+    assert len(warned) == (0 if same else 1)
+    assert same or ("'fake-luna'" in warned[0] and "kept as 'another-luna'" in warned[0])
+
+
+@pytest.mark.enable_socket
+def test_match_inputs_with_decisions_does_not_store_another_models_answers(
+    decisions_server: FakeDecisionsServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langchain_tag.cli.main import main
+    from langchain_tag.rules import save_rules
+
+    use_decisions_server(decisions_server, monkeypatch)
+    decisions_server.answered_by = "another-luna"
+    rules, inputs = tmp_path / "rules.jsonl", tmp_path / "inputs.jsonl"
+    save_rules(RULES, rules)
+    inputs.write_text("".join(json.dumps({"id": f"in-{i}", "text": q}) + "\n" for i, q in enumerate(INPUTS)))
+    command = ["match", "--inputs", str(inputs), "--rules", str(rules), "--raw", "--decisions"]
+    verdicts = ["--verdicts", str(tmp_path / "v.sqlite")]
+    with caplog.at_level("WARNING", logger="langchain_tag"):
+        assert main([*command, *verdicts, "-o", str(tmp_path / "first.jsonl")]) == 0
+        assert main([*command, *verdicts, "-o", str(tmp_path / "again.jsonl")]) == 0
+    assert len(decisions_server.bodies) == 2 * len(INPUTS)  # the rerun found none stored as fake-luna's
+    assert any("another-luna" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.enable_socket
+def test_the_decisions_client_the_cli_builds_honours_the_chat_judges_timeout(
+    decisions_server: FakeDecisionsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_tag.cli.bulk import decisions_model
+    from langchain_tag.local.models import ModelConfig
+
+    use_decisions_server(decisions_server, monkeypatch)
+    monkeypatch.setenv("LANGCHAIN_TAG_TIMEOUT", "0.5")
+    decisions_server.stall = 5.0
+    model = decisions_model()
+    assert model.timeout == ModelConfig.from_env().timeout == 0.5
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match=r"timed out|Timeout"):
+        decision_retriever(model, strict=True).invoke(INPUTS[0])
+    assert time.monotonic() - started < 3.0  # the request's deadline, not the stalled endpoint's pace
 
 
 def test_the_batch_api_export_refuses_a_decision_model_and_says_where_it_runs(tmp_path: Path) -> None:

@@ -174,6 +174,34 @@ def test_verdicts_without_scores_render_without_plots(tmp_path: Path, demo_rules
     assert [href for href, _ in page.links if href == "#rule-R-003"]
 
 
+def test_verdicts_for_rules_whose_conditions_changed_since_are_refused_naming_them(
+    tmp_path: Path, demo_rules: Path, demo_policy: Path, make_verdicts: MakeVerdicts
+) -> None:
+    _, verdicts = make_verdicts()
+    html, _ = _read(render_review(demo_rules, demo_policy, tmp_path / "same.html", verdicts=verdicts))
+    assert "unverified" not in html  # the rules the verdicts judged, unchanged
+    negated = tmp_path / "negated-rules.jsonl"
+    rules = load_rules(demo_rules)
+    save_rules([r.model_copy(update={"condition": f"it is not the case that {r.condition}"}) for r in rules], negated)
+    with pytest.raises(ReviewError) as caught:
+        render_review(negated, demo_policy, tmp_path / "r.html", verdicts=verdicts)
+    message = str(caught.value)
+    assert f"{verdicts}:1" in message and str(negated) in message
+    assert "'R-001', 'R-002', 'R-003' and others" in message and "changed since" in message
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_verdicts_written_before_rule_fingerprints_are_read_and_marked_unverified(
+    tmp_path: Path, demo_rules: Path, demo_policy: Path, make_verdicts: MakeVerdicts
+) -> None:
+    _, verdicts = make_verdicts()
+    lines = [json.loads(line) for line in verdicts.read_text(encoding="utf-8").splitlines()]
+    assert all("judged" in line for line in lines)
+    verdicts.write_text("".join(json.dumps({k: v for k, v in line.items() if k != "judged"}) + "\n" for line in lines))
+    html, _ = _read(render_review(demo_rules, demo_policy, tmp_path / "r.html", verdicts=verdicts))
+    assert f"unverified: the {len(lines)} lines of {verdicts} do not say which rules they judged" in html
+
+
 def test_verdicts_for_other_rules_are_refused_naming_both_files(
     tmp_path: Path, demo_rules: Path, demo_policy: Path, make_verdicts: MakeVerdicts
 ) -> None:

@@ -288,6 +288,32 @@ def test_failed_requests_are_reported_and_the_others_recorded(tmp_path: Path, ru
     assert len(batch_lines(again)) == 3 + len(rules)  # only what failed or is missing
 
 
+@pytest.mark.parametrize(("answered", "same"), [(f"{MODEL}-2024-07-18", True), ("another-model", False)])
+def test_replies_another_model_gave_are_kept_apart_not_recorded(
+    answered: str, same: bool, tmp_path: Path, rules: list[Rule], caplog: pytest.LogCaptureFixture
+) -> None:
+    retriever = retriever_for(BatchResultsModel(model_name=MODEL), rules, SQLiteVerdictCache(tmp_path / "v.sqlite"))
+    paths = export_openai_batch((retriever, ITEMS), tmp_path / "b", model_name=MODEL)
+    lines = [ok_line(line, scored_judge(), n) for n, line in enumerate(batch_lines(paths), 1)]
+    for line in lines:
+        line["response"]["body"]["model"] = answered
+    out = tmp_path / "results.jsonl"
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    with caplog.at_level("WARNING", logger="langchain_tag"):
+        summary = import_openai_batch(out, retriever, tmp_path / "b")
+
+    warned = [r.getMessage() for r in caplog.records if "another-model" in r.getMessage()]
+    again = export_openai_batch((retriever, ITEMS), tmp_path / "retry", model_name=MODEL)
+    if same:
+        assert summary.complete and summary.recorded == len(lines) and not warned and again == []
+        return
+    assert summary.recorded == 0 and not summary.complete and len(warned) == 1
+    assert summary.summary() == f"recorded 0 of {len(lines)} batch replies ({len(lines)} failed)"
+    assert all("answered by 'another-model', not 'gpt-4o-mini'" in f.error for f in summary.failures)
+    assert len(batch_lines(again)) == len(lines)  # none was stored as gpt-4o-mini's
+
+
 def test_a_later_success_replaces_an_earlier_failure(tmp_path: Path, rules: list[Rule]) -> None:
     retriever = retriever_for(BatchResultsModel(model_name=MODEL), rules)
     paths = export_openai_batch((retriever, ITEMS[:1]), tmp_path / "b", model_name=MODEL)

@@ -70,11 +70,13 @@ class FakeEndpoint(LoopbackServer):
             (a reply with no verdict and no logprobs). Every prompt holding
             :data:`CRASH` gets the 500.
         bodies: Every request body received.
+        answered_by: The model every reply names.
     """
 
     def __init__(self) -> None:
         self.failing: dict[str, str] = {}
         self.delay = 0.0
+        self.answered_by = MODEL
         self.in_flight = self.most_in_flight = 0
         self._counting = threading.Lock()
         super().__init__(self._answer)
@@ -101,7 +103,7 @@ class FakeEndpoint(LoopbackServer):
         choice = {"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": logprobs}
         usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": 1, "total_tokens": len(prompt.split()) + 1}
         return 200, json.dumps(
-            {"id": "x", "object": "chat.completion", "model": MODEL, "choices": [choice], "usage": usage}
+            {"id": "x", "object": "chat.completion", "model": self.answered_by, "choices": [choice], "usage": usage}
         )
 
 
@@ -155,6 +157,7 @@ def endpoint(module_endpoint: FakeEndpoint) -> FakeEndpoint:
     module_endpoint.failing = {}
     module_endpoint.bodies.clear()
     module_endpoint.delay = 0.0
+    module_endpoint.answered_by = MODEL
     module_endpoint.most_in_flight = 0
     return module_endpoint
 
@@ -193,6 +196,22 @@ def test_ray_verdicts_equal_in_process_judging(local_ray: None, endpoint: FakeEn
     assert (again.requested, again.cached, again.sent, again.passes) == (15, 15, 0, 0)
     assert [verdicts(r) for r in again.results] == [verdicts(r) for r in run.results]
     assert len(endpoint.bodies) == 15
+
+
+def test_replies_another_model_gave_are_not_stored_as_the_asked_models(
+    local_ray: None, endpoint: FakeEndpoint, rules: list[Rule], caplog: pytest.LogCaptureFixture
+) -> None:
+    endpoint.answered_by = "another-model"
+    _, for_ray, never_called = twin_retrievers(rules)
+    with caplog.at_level("WARNING", logger="langchain_tag"):
+        run = judge_with_ray(for_ray, INPUTS[:1], base_url=endpoint.base_url, model=MODEL, retry_backoff=0.0)
+    assert never_called.calls == 0 and run.sent == len(rules) == run.calls  # not sent again: it answers alike
+    assert len(run.failures) == len(rules)
+    assert all("answered by 'another-model', not 'fake-judge'" in f.error for f in run.failures)
+    assert [j.error is not None for j in run.results[0].judgments] == [True] * len(rules)
+    assert len([r for r in caplog.records if "another-model" in r.getMessage()]) == 1
+    again = judge_with_ray(for_ray, INPUTS[:1], base_url=endpoint.base_url, model=MODEL, retry_backoff=0.0)
+    assert again.cached == 0 and again.sent == len(rules)  # none was stored as fake-judge's
 
 
 def test_contrast_prompt_and_reference_calibration(local_ray: None, endpoint: FakeEndpoint, rules: list[Rule]) -> None:
@@ -518,6 +537,21 @@ def test_a_decision_model_is_refused_with_where_it_runs(rules: list[Rule]) -> No
     retriever = ApplicabilityRetriever(llm=Decisions(), rules=rules)
     with pytest.raises(ValueError, match="decision model judges each input in one request in process"):
         judge_with_ray(retriever, INPUTS, base_url="http://127.0.0.1:9/v1", model=MODEL)
+
+
+@pytest.mark.parametrize(("timeout", "expected"), [(2.0, 2.0), (None, None)])
+def test_the_endpoint_keeps_the_judge_models_deadline(
+    timeout: float | None, expected: float | None, rules: list[Rule]
+) -> None:
+    """``match --engine ray`` sends with the deadline the chat judge has (``LANGCHAIN_TAG_TIMEOUT``)."""
+    from langchain_openai import ChatOpenAI
+
+    from langchain_tag.scale.ray_data.job import judge_endpoint
+
+    llm = ChatOpenAI(model=MODEL, base_url="http://127.0.0.1:9/v1", api_key="k", timeout=timeout)
+    retriever = ApplicabilityRetriever(llm=llm, rules=rules, cache=InMemoryVerdictCache())
+    endpoint = judge_endpoint(retriever, base_url=None, model=None, api_key=None, extra_body=None)
+    assert endpoint["timeout"] == expected
 
 
 def test_a_base_url_with_credentials_or_a_query_is_sent_to_as_the_in_process_client_does() -> None:

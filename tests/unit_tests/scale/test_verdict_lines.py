@@ -80,3 +80,15 @@ def test_a_cascade_line_keeps_who_decided_each_pair() -> None:
     assert data["matched"] == [{"rule_id": "R-002", "score": None, "p_yes": None, "judge": "proxy"}]
     assert list(data["pairs"][0]) == ["rule_id", "applies", "p_yes", "score", "judge", "proxy_score"]
     assert VerdictLine.from_line(json.loads(json.dumps(data)), "f:1") == line
+
+
+def test_a_line_says_which_rules_it_judged_and_one_written_before_is_read_unverified() -> None:
+    from langchain_tag.scale.verdict_lines import JudgedRules, VerdictLine, VerdictLineError
+
+    judged = JudgedRules("applicability", {"R-001": "0123456789abcdef"})
+    line = VerdictLine("a", judged=judged).to_line()
+    assert line["judged"] == {"prompt": "applicability", "rules": {"R-001": "0123456789abcdef"}}
+    assert VerdictLine.from_line(line, "v.jsonl:1").judged == judged
+    assert VerdictLine.from_line({"id": "a", "matched": [], "failed": []}, "v.jsonl:1").judged is None
+    with pytest.raises(VerdictLineError, match=r"v\.jsonl:2: judged must be"):
+        VerdictLine.from_line({"id": "a", "matched": [], "judged": {"rules": {"R-001": 1}}}, "v.jsonl:2")
