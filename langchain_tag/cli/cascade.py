@@ -31,7 +31,7 @@ stratified labels a small uniform pilot, then spends the rest of the budget amon
 pairs: to skip them, the labels must show they hide few judge YES, which needs labels there rather than
 ~22 judge YES among the labels (what --draw uniform needs for recall 0.9 at delta 0.1, so about 22/p
 labels at a YES rate p). On a synthetic job with 3 % YES and an informative proxy (8,000 pairs, budget
-600) it saved 53 % of the judge's calls (median of 200 seeds) where the uniform draw saved none; with
+600) it saved 43-53 % of the judge's calls (median of 200 seeds) where the uniform draw saved none; with
 many judge YES and a weak proxy the uniform draw can save more (benchmarks/results/cascade.md). With a
 precision target the job draws uniformly. When the proxy can decide no pair, the report says why and
 what would.

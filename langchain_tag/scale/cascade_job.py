@@ -6,8 +6,11 @@
 1. Every pair gets a *proxy score* (:mod:`langchain_tag.judging.proxy`): the cosine between the input's and
    the rule's embeddings (the packaged MiniLM from the command line), or, with ``proxy="learned"``, a logistic
    regression on that cosine and, where a cheap LLM judge is given, its log-odds of YES.
-2. ``label_budget`` pairs drawn uniformly at random (seeded: a rerun draws the same ones) are judged by the
-   strong judge. These are real judgments: cached, reused, and in the output.
+2. ``label_budget`` pairs drawn at random (seeded: a rerun draws the same ones) are judged by the strong judge.
+   These are real judgments: cached, reused, and in the output. By default (``draw="stratified"``,
+   :mod:`langchain_tag.judging.label_draw`) a uniform pilot, then the rest among the lowest-scoring pairs, with
+   every pair above them judged, and the threshold from an exact hypergeometric test; with ``draw="uniform"``
+   (and whenever a precision target is given) uniformly, with the thresholds of step 3.
 3. From those labels, :func:`~langchain_tag.judging.guarantee.guaranteed_thresholds` picks ``t_low`` (an
    unlabelled pair scoring below it is NO without the strong judge) and, with a precision target, ``t_high``
    (one scoring at or above it is YES); every other pair is sent to the strong judge.
