@@ -8,7 +8,7 @@ verdict in metadata.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -17,6 +17,7 @@ from langchain_core.callbacks import (
     Callbacks,
 )
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
@@ -28,6 +29,7 @@ from langchain_tag._judge_fields import JudgeFields
 from langchain_tag._retriever_options import as_documents, refuse_unknown, stored_documents
 from langchain_tag.judging.chat import ChatRunnable
 from langchain_tag.judging.prompts import JudgePrompt
+from langchain_tag.judging.proxy_gate import ProxyGate, fit_gate
 from langchain_tag.judging.results import JudgmentsFailedError, MatchResult
 from langchain_tag.rules import Rule, rule_documents, rules_from_documents
 
@@ -114,6 +116,9 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
     """Optional store of rule documents to draw candidates from."""
     candidates: int | None = Field(default=None, ge=1)
     """With ``vectorstore``, judge only the top-N similar rules."""
+    prefilter: ProxyGate | None = None
+    """A cosine threshold fitted on a sample of inputs (:meth:`fit_prefilter`): the rules below it are not judged.
+    Its recall guarantee holds for inputs drawn like the sample (:mod:`langchain_tag.judging.proxy_gate`)."""
     _rules: list[Rule] = PrivateAttr(default_factory=list)
     _documents: dict[str, Document] = PrivateAttr(default_factory=dict)
     _rules_of: Any = PrivateAttr(default=None)
@@ -183,15 +188,38 @@ class ApplicabilityRetriever(JudgeFields, CalibratesFromExamples, BaseRetriever)
     def rules_for(self, query: str) -> list[Rule]:
         """The rules judged for ``query``: every rule, or the vector store's ``candidates`` most similar ones."""
         if self.vectorstore is not None and self.candidates is not None:
-            return self._remember(self.vectorstore.similarity_search(query, k=self.candidates))
+            found = self._remember(self.vectorstore.similarity_search(query, k=self.candidates))
+            return found if self.prefilter is None else self.prefilter.keep(query, found)
         if self._rules_of is not self.rules:  # a model_copy(update={"rules": ...}) runs no validator
             self._read_rules()
-        return self._rules
+        return self._rules if self.prefilter is None else self.prefilter.keep(query, self._rules)
+
+    def fit_prefilter(
+        self, sample: Iterable[str], embeddings: Embeddings, *, target_recall: float = 0.9, delta: float = 0.1
+    ) -> ApplicabilityRetriever:
+        """A copy that judges only the rules whose cosine with the query passes a threshold fitted on ``sample``.
+
+        Every (input, rule) pair of the sample is judged once (cached in the verdict cache). The guarantee, with
+        probability ``>= 1 - delta``: recall ``>= target_recall`` of the judge's YES, **for inputs drawn like the
+        sample** (:mod:`langchain_tag.judging.proxy_gate`). Refit when the rules change: a gate fitted on other
+        rules refuses to apply.
+        """
+        unfiltered = self.model_copy(update={"prefilter": None})
+        gate = fit_gate(
+            sample,
+            unfiltered.rules_for(""),
+            unfiltered.judge_for().judge,
+            embeddings,
+            target_recall=target_recall,
+            delta=delta,
+        )
+        return self.model_copy(update={"prefilter": gate})
 
     async def arules_for(self, query: str) -> list[Rule]:
         """Async twin of :meth:`rules_for`."""
         if self.vectorstore is not None and self.candidates is not None:
-            return self._remember(await self.vectorstore.asimilarity_search(query, k=self.candidates))
+            found = self._remember(await self.vectorstore.asimilarity_search(query, k=self.candidates))
+            return found if self.prefilter is None else self.prefilter.keep(query, found)
         return self.rules_for(query)
 
     def _remember(self, found: list[Document]) -> list[Rule]:

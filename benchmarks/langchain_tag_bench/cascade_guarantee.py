@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from langchain_tag.judging.guarantee import label_sample
+from langchain_tag.judging.label_draw import Draw, run_draw
 from langchain_tag.judging.proxy import PairFeatures, ProxyKind, log_odds_feature
 from langchain_tag.rules import load_rules
 from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds
@@ -166,9 +167,28 @@ def replay(
     target_recall: float,
     delta: float,
     proxy: ProxyKind = "cosine",
+    draw: Draw = "uniform",
 ) -> tuple[Outcome, bool]:
-    """The guaranteed cascade for one label draw; and whether the stated recall held."""
+    """The guaranteed cascade for one label draw; and whether the stated recall held.
+
+    ``draw="stratified"`` replays the job's default draw (:mod:`langchain_tag.judging.label_draw`) on the cosine.
+    """
     n = len(pairs.strong)
+    if draw == "stratified":
+        asked: set[int] = set()
+
+        def oracle(picked: list[int]) -> dict[int, bool]:
+            asked.update(picked)
+            return {i: pairs.strong[i] for i in picked}
+
+        cosines = [row[0] for row in pairs.rows]
+        rule = run_draw(
+            "stratified", cosines, oracle, budget=budget, target_recall=target_recall, delta=delta, seed=seed
+        )
+        routes = ["strong" if i in asked else rule.route(s) for i, s in enumerate(cosines)]
+        decided = [pairs.strong[i] if r == "strong" else r == "yes" for i, r in enumerate(routes)]
+        outcome = _outcome(decided, pairs, rule.strong_calls)
+        return outcome, outcome.recall >= target_recall
     draw = label_sample(n, min(budget, n), seed=seed)
     labels = {i: pairs.strong[i] for i in draw}
     targets = CascadeTargets(target_recall=target_recall, delta=delta, label_budget=budget, proxy=proxy, seed=seed)
@@ -225,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="proxies to replay, comma-separated: cosine, learned (default: cosine, and learned with --cheap; "
         "learned without --cheap is a logistic regression on the cosine alone)",
     )
+    parser.add_argument(
+        "--draws", default="uniform", help="label draws to replay, comma-separated: uniform, stratified (cosine only)"
+    )
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--budgets", default="200,400", help="label budgets, comma-separated")
     parser.add_argument("--targets", default="0.9:0.1,0.95:0.05", help="recall:delta pairs, comma-separated")
@@ -257,19 +280,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"--proxies: 'cosine' or 'learned', got {unknown[0]!r}")
     proxies = cast(list[ProxyKind], names)
+    draws = args.draws.split(",")
     for budget in (int(b) for b in args.budgets.split(",")):
         for spec in args.targets.split(","):
             target, delta = (float(x) for x in spec.split(":"))
-            for proxy in proxies:
+            ways = [(p, "uniform") for p in proxies] + [("cosine", "stratified")] * ("stratified" in draws)
+            for proxy, draw in ways:
                 runs = [
-                    replay(pairs, seed=s, budget=budget, target_recall=target, delta=delta, proxy=proxy)
+                    replay(pairs, seed=s, budget=budget, target_recall=target, delta=delta, proxy=proxy, draw=draw)
                     for s in range(args.seeds)
                 ]
                 outs = [o for o, _ in runs]
                 held = sum(h for _, h in runs) / len(runs)
                 share = _median([o.share for o in outs])
                 row = {
-                    "way": f"guaranteed cascade, {proxy}",
+                    "way": f"guaranteed cascade, {proxy}, {draw} draw",
                     "budget": budget,
                     "target": target,
                     "delta": delta,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_tag.errors import TagError
+from langchain_tag.judging.label_draw import StratifiedDraw
 from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule
@@ -29,6 +30,10 @@ class Plan:
     rows: list[list[float]]
     draw: list[int]
     strong: dict[int, Judgment] = field(default_factory=dict)
+    stratified: StratifiedDraw | None = None
+    """The stratified draw's state (``None``: the draw is uniform)."""
+    second: int = 0
+    """How many labels at the draw's end are the stratified draw's second stage."""
 
     def pair(self, index: int) -> Pair:
         return divmod(index, len(self.rules))

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from langchain_tag.judging.guarantee import min_positive_labels
+from langchain_tag.judging.label_draw import DRAWS, Draw
 from langchain_tag.judging.proxy import ProxyKind
 
 __all__ = ["CascadeReport", "CascadeTargets", "likely_budget", "needed_positive_labels"]
@@ -30,6 +31,11 @@ class CascadeTargets:
         proxy: ``"cosine"`` (the embeddings' cosine, nothing fitted) or ``"learned"`` (a logistic regression
             fitted on half the labels).
         seed: Seed of the label draw; a rerun with the same seed draws the same pairs.
+        draw: ``"stratified"`` (default: a uniform pilot, then the rest of the budget among the lowest-scoring
+            pairs, :mod:`langchain_tag.judging.label_draw`; it certifies recall from labels that show the skipped
+            pairs hide few judge YES, so it needs no judge YES among them) or ``"uniform"`` (every label drawn
+            uniformly; it needs about 22 judge YES among the labels for recall 0.9 at ``delta`` 0.1). With a
+            precision target the job draws uniformly, as only that draw can show precision.
     """
 
     target_recall: float | None = 0.95
@@ -38,6 +44,7 @@ class CascadeTargets:
     label_budget: int = 400
     proxy: ProxyKind = "cosine"
     seed: int = 0
+    draw: Draw = "stratified"
 
     def __post_init__(self) -> None:
         if self.target_recall is None and self.target_precision is None:
@@ -46,6 +53,13 @@ class CascadeTargets:
             raise ValueError(f"label_budget must be >= 1, got {self.label_budget}")
         if self.proxy not in ("cosine", "learned"):
             raise ValueError(f"unknown proxy {self.proxy!r}: use 'cosine' or 'learned'")
+        if self.draw not in DRAWS:
+            raise ValueError(f"unknown draw {self.draw!r}: use one of {', '.join(DRAWS)}")
+
+    @property
+    def drawn(self) -> Draw:
+        """The draw the job makes: the one asked for, but uniform when a precision target is given."""
+        return "uniform" if self.target_precision is not None or self.target_recall is None else self.draw
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,7 @@ class CascadeReport:
     seed: int
     needed_positive_labels: int | None = None
     suggested_label_budget: int | None = None
+    draw: str = "uniform"
 
     @property
     def strong_share(self) -> float:
@@ -121,7 +136,8 @@ class CascadeReport:
         )
         line = (
             f"cascade ({self.proxy} proxy): {self.strong_judgments} of {self.pairs} pairs to the strong judge "
-            f"({self.strong_share:.1%}: {self.labels} labels, {self.sent} sent), {self.proxy_no} NO and "
+            f"({self.strong_share:.1%}: {self.labels} labels of a {self.draw} draw, {self.positive_labels} of them "
+            f"judge YES, {self.sent} sent), {self.proxy_no} NO and "
             f"{self.proxy_yes} YES by the proxy; thresholds low={_fmt(self.t_low)} high={_fmt(self.t_high)}; "
             f"{targets} with probability >= {1 - self.delta:g} (measured against the judge's YES, not against "
             f"the truth); on the labels: {seen or 'no strong YES'}"
@@ -145,6 +161,13 @@ class CascadeReport:
             )
         if self.target_recall >= 1:
             return f"{saved}: a recall target of 1 cannot be shown from a sample; give --target-recall below 1"
+        if self.draw == "stratified":
+            return (
+                f"{saved}: the {self.labels} labels ({self.positive_labels} judge YES) could not show that the "
+                f"lowest-scoring pairs hide at most {1 - self.target_recall:.0%} of the judge's YES with probability "
+                f">= {1 - self.delta:g}; a larger --label-budget, or a proxy that ranks the judge's YES higher "
+                "(--proxy learned with --cheap-model, or other --embeddings), would"
+            )
         need = self.needed_positive_labels or 0
         tested = " on the half of the labels the thresholds are tested on" if self.proxy == "learned" else ""
         have = f"the {self.labels} labels hold {self.positive_labels} judge YES"

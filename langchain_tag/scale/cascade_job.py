@@ -6,8 +6,11 @@
 1. Every pair gets a *proxy score* (:mod:`langchain_tag.judging.proxy`): the cosine between the input's and
    the rule's embeddings (the packaged MiniLM from the command line), or, with ``proxy="learned"``, a logistic
    regression on that cosine and, where a cheap LLM judge is given, its log-odds of YES.
-2. ``label_budget`` pairs drawn uniformly at random (seeded: a rerun draws the same ones) are judged by the
-   strong judge. These are real judgments: cached, reused, and in the output.
+2. ``label_budget`` pairs drawn at random (seeded: a rerun draws the same ones) are judged by the strong judge.
+   These are real judgments: cached, reused, and in the output. By default (``draw="stratified"``,
+   :mod:`langchain_tag.judging.label_draw`) a uniform pilot, then the rest among the lowest-scoring pairs, with
+   every pair above them judged, and the threshold from an exact hypergeometric test; with ``draw="uniform"``
+   (and whenever a precision target is given) uniformly, with the thresholds of step 3.
 3. From those labels, :func:`~langchain_tag.judging.guarantee.guaranteed_thresholds` picks ``t_low`` (an
    unlabelled pair scoring below it is NO without the strong judge) and, with a precision target, ``t_high``
    (one scoring at or above it is YES); every other pair is sent to the strong judge.
@@ -35,6 +38,7 @@ from langchain_tag.judging.guarantee import (
     guaranteed_thresholds,
     label_sample,
 )
+from langchain_tag.judging.label_draw import StratifiedDraw
 from langchain_tag.judging.proxy import PairFeatures, fit_proxy, log_odds_feature
 from langchain_tag.judging.results import Judgment
 from langchain_tag.ranges import MAX_CONCURRENCY
@@ -81,10 +85,17 @@ def cascade_corpus(
     if cheap is not None:
         cheap_p = judge_pairs(capped_retriever(cheap, max_concurrency), plan, range(len(plan.rows)))
         _add_cheap_feature(plan, cheap_p)
-    plan.strong.update(judge_pairs(capped_retriever(retriever, max_concurrency), plan, plan.draw))
-    rule, proxy_name, scores = _thresholds(plan, chosen)
-    sent = [i for i, s in enumerate(scores) if i not in plan.strong and rule.route(s) == "strong"]
-    plan.strong.update(judge_pairs(capped_retriever(retriever, max_concurrency), plan, sent))
+    strong = capped_retriever(retriever, max_concurrency)
+    plan.strong.update(judge_pairs(strong, plan, plan.draw))
+    if plan.stratified is not None:
+        scores, proxy_name, above = _second_stage(plan, chosen)
+        plan.strong.update(judge_pairs(strong, plan, plan.draw[len(plan.draw) - plan.second :] + above))
+        rule = _certify(plan, above)
+    else:
+        rule, proxy_name, scores = _thresholds(plan, chosen)
+    labelled = set(plan.draw)
+    sent = [i for i, s in enumerate(scores) if i not in labelled and rule.route(s) == "strong"]
+    plan.strong.update(judge_pairs(strong, plan, [i for i in sent if i not in plan.strong]))
     return _finish(plan, rule, proxy_name, scores, sent, chosen, all_pairs)
 
 
@@ -103,10 +114,17 @@ async def acascade_corpus(
     if cheap is not None:
         cheap_p = await ajudge_pairs(capped_retriever(cheap, max_concurrency), plan, range(len(plan.rows)))
         _add_cheap_feature(plan, cheap_p)
-    plan.strong.update(await ajudge_pairs(capped_retriever(retriever, max_concurrency), plan, plan.draw))
-    rule, proxy_name, scores = _thresholds(plan, chosen)
-    sent = [i for i, s in enumerate(scores) if i not in plan.strong and rule.route(s) == "strong"]
-    plan.strong.update(await ajudge_pairs(capped_retriever(retriever, max_concurrency), plan, sent))
+    strong = capped_retriever(retriever, max_concurrency)
+    plan.strong.update(await ajudge_pairs(strong, plan, plan.draw))
+    if plan.stratified is not None:
+        scores, proxy_name, above = _second_stage(plan, chosen)
+        plan.strong.update(await ajudge_pairs(strong, plan, plan.draw[len(plan.draw) - plan.second :] + above))
+        rule = _certify(plan, above)
+    else:
+        rule, proxy_name, scores = _thresholds(plan, chosen)
+    labelled = set(plan.draw)
+    sent = [i for i, s in enumerate(scores) if i not in labelled and rule.route(s) == "strong"]
+    plan.strong.update(await ajudge_pairs(strong, plan, [i for i in sent if i not in plan.strong]))
     return _finish(plan, rule, proxy_name, scores, sent, chosen, all_pairs)
 
 
@@ -129,8 +147,47 @@ def _start(
     features = PairFeatures(embeddings)
     rows = features.rows([(item.text, rule) for item in items for rule in rules])
     pairs = len(rows)
+    if targets.drawn == "stratified" and targets.target_recall is not None:
+        stratified = StratifiedDraw(
+            pairs,
+            targets.label_budget,
+            target_recall=targets.target_recall,
+            delta=targets.delta,
+            seed=targets.seed,
+            pilot_share=0.5 if targets.proxy == "learned" else 0.15,
+        )
+        return Plan(items=items, rules=rules, rows=rows, draw=stratified.pilot(), stratified=stratified), targets
     draw = label_sample(pairs, min(targets.label_budget, pairs), seed=targets.seed) if pairs else []
     return Plan(items=items, rules=rules, rows=rows, draw=draw), targets
+
+
+def _labels(plan: Plan, indices: Iterable[int]) -> dict[int, bool]:
+    """The strong verdicts of the pairs given that were judged without failure."""
+    return {i: bool(plan.strong[i].applies) for i in indices if i in plan.strong and plan.strong[i].error is None}
+
+
+def _second_stage(plan: Plan, targets: CascadeTargets) -> tuple[list[float], str, list[int]]:
+    """Scores (a learned proxy fitted on the pilot), the second-stage labels added to the draw, the pairs above."""
+    assert plan.stratified is not None
+    pilot = _labels(plan, plan.draw)
+    proxy_name: str = targets.proxy
+    proxy = fit_proxy("cosine")
+    if targets.proxy == "learned":
+        if len(set(pilot.values())) == 2:
+            proxy = fit_proxy("learned", [plan.rows[i] for i in pilot], list(pilot.values()))
+        else:
+            proxy_name = "cosine (learned: one class)"
+    scores = proxy.scores(plan.rows)
+    second, above = plan.stratified.second(scores, pilot)
+    plan.draw = plan.draw + second
+    plan.second = len(second)
+    return scores, proxy_name, above
+
+
+def _certify(plan: Plan, above: list[int]) -> GuaranteedThresholds:
+    assert plan.stratified is not None
+    sent = {i: bool(plan.strong[i].applies) and plan.strong[i].error is None for i in above if i in plan.strong}
+    return plan.stratified.certify(_labels(plan, plan.draw), sent)
 
 
 def _add_cheap_feature(plan: Plan, judged: Mapping[int, Judgment]) -> None:
@@ -203,7 +260,7 @@ def _finish(
     failed = sum(1 for j in plan.strong.values() if j.error is not None)
     labels = sum(1 for i in plan.draw if i in plan.strong and plan.strong[i].error is None)
     positives = sum(1 for i in plan.draw if plan.strong.get(i) is not None and plan.strong[i].applies)
-    need = needed_positive_labels(targets)
+    need = needed_positive_labels(targets) if plan.stratified is None else None
     decided_by_proxy = any(who == "proxy" and i not in plan.strong for i, (_, who) in enumerate(decided))
     budget = None
     if need is not None and not decided_by_proxy and positives > 0 and len(scores) > labels:
@@ -230,6 +287,7 @@ def _finish(
         seed=targets.seed,
         needed_positive_labels=need,
         suggested_label_budget=budget,
+        draw="stratified" if plan.stratified is not None else "uniform",
     )
     return records, report
 

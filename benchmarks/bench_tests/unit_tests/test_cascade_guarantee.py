@@ -25,6 +25,13 @@ def test_replay_keeps_the_stated_recall_in_at_least_1_minus_delta_of_the_draws()
     assert all(out.share < 1.0 and out.precision == 1.0 for out, _ in runs)
 
 
+def test_the_stratified_draw_replays_from_the_verdicts_and_keeps_the_recall() -> None:
+    pairs = _pairs(n=2000)
+    runs = [replay(pairs, seed=s, budget=300, target_recall=0.9, delta=0.1, draw="stratified") for s in range(50)]
+    assert sum(held for _, held in runs) >= 45
+    assert all(out.precision == 1.0 for out, _ in runs) and min(out.share for out, _ in runs) < 1.0
+
+
 def test_prefilter_sends_the_top_cosine_pairs() -> None:
     pairs = Pairs(
         strong=[True, False, True, False],

@@ -78,7 +78,7 @@ def kept_recall(records: list[dict[str, Any]], applies: dict[int, set[str]]) -> 
 
 def test_the_cascade_keeps_the_target_recall_within_budget_and_resumes_with_no_strong_call(tmp_path: Path) -> None:
     items, rules, applies = corpus()
-    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=250)
+    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=250, draw="uniform")
     cache = SQLiteVerdictCache(tmp_path / "v.sqlite")
     llm = strong_judge(applies)
 
@@ -119,7 +119,7 @@ def test_a_precision_target_lets_the_proxy_say_yes_and_the_async_twin_agrees() -
 def test_a_learned_proxy_takes_a_cheap_judges_log_odds_and_fits_on_half_the_labels() -> None:
     items, rules, applies = corpus(inputs=100)
     # Half the labels fit the proxy, half test it: the test half needs 22 strong YES for recall 0.9 at delta 0.1.
-    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=600, proxy="learned")
+    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=600, proxy="learned", draw="uniform")
     cheap_llm = strong_judge(applies)  # a cheap judge as good as the strong one: its log-odds separate the pairs
 
     records, report = cascade_corpus(
@@ -171,7 +171,7 @@ def test_cli_cascade_writes_records_and_report(tmp_path: Path, monkeypatch: pyte
     inputs = tmp_path / "inputs.jsonl"
     inputs.write_text("".join(json.dumps({"id": item.id, "text": item.text}) + "\n" for item in items))
     argv = ["match", "--inputs", str(inputs), "--rules", str(save_rules(rules, tmp_path / "rules.jsonl")), "--raw"]
-    argv += ["--cascade", "--target-recall", "0.9", "--delta", "0.1", "--label-budget", "250"]
+    argv += ["--cascade", "--target-recall", "0.9", "--delta", "0.1", "--label-budget", "250", "--draw", "uniform"]
     argv += ["-o", str(tmp_path / "out.jsonl"), "--verdicts", str(tmp_path / "v.sqlite")]
 
     assert main([*argv, "--cascade-report", str(tmp_path / "report.json")]) == 0
@@ -221,7 +221,7 @@ def test_a_cascade_that_saves_nothing_says_why_and_what_would() -> None:
     from langchain_tag.judging.guarantee import min_positive_labels
 
     items, rules, applies = corpus()
-    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=100)
+    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=100, draw="uniform")
     _, report = cascade_corpus(
         items, retriever(strong_judge(applies), rules, None), HashingEmbeddings(), targets=targets
     )
@@ -242,7 +242,7 @@ def test_a_cascade_that_saves_nothing_says_why_and_what_would() -> None:
 
 def test_a_cascade_that_saves_says_nothing_of_a_budget_but_what_recall_is_measured_against() -> None:
     items, rules, applies = corpus()
-    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=250)
+    targets = CascadeTargets(target_recall=0.9, delta=0.1, label_budget=250, draw="uniform")
     _, report = cascade_corpus(
         items, retriever(strong_judge(applies), rules, None), HashingEmbeddings(), targets=targets
     )
@@ -253,7 +253,7 @@ def test_a_cascade_that_saves_says_nothing_of_a_budget_but_what_recall_is_measur
 
 def test_a_budget_beyond_the_job_says_the_job_is_too_small_for_the_target() -> None:
     items, rules, applies = corpus(inputs=12)
-    targets = CascadeTargets(target_recall=0.95, delta=0.05, label_budget=40)
+    targets = CascadeTargets(target_recall=0.95, delta=0.05, label_budget=40, draw="uniform")
     _, report = cascade_corpus(
         items, retriever(strong_judge(applies), rules, None), HashingEmbeddings(), targets=targets
     )
