@@ -3,7 +3,7 @@
 ``python -m langchain_tag_bench.cascade_draws [--jobs 3] [--trials 200] [--separation 3.0]``: 400 inputs x 20
 rules (8,000 pairs), the judge says YES to about 3 % of them, and a proxy whose score is the logistic of
 N(+s/2, 1) for a YES pair and N(-s/2, 1) for a NO pair (``--separation`` s). For each job seed and each draw
-(:func:`~langchain_tag.judging.label_draw.run_draw`), ``--trials`` seeded runs at recall 0.9, delta 0.1 and a
+(:func:`~langchain_tag.judging._label_draw.run_draw`), ``--trials`` seeded runs at recall 0.9, delta 0.1 and a
 budget of 600 labels: the share of the judge's calls saved (quartiles), the median recall of its YES, and the
 share of trials meeting the target. The numbers are synthetic; they say nothing of a real judge or proxy.
 """
@@ -16,7 +16,7 @@ import random
 import statistics
 from collections.abc import Sequence
 
-from langchain_tag.judging.label_draw import DRAWS, Draw, run_draw
+from langchain_tag.judging._label_draw import DRAWS, Draw, run_draw
 
 __all__ = ["main", "synthetic_job", "trial"]
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from langchain_tag.judging._label_draw import Draw, run_draw
 from langchain_tag.judging.guarantee import label_sample
-from langchain_tag.judging.label_draw import Draw, run_draw
 from langchain_tag.judging.proxy import PairFeatures, ProxyKind, log_odds_feature
 from langchain_tag.rules import load_rules
 from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds
@@ -171,7 +171,7 @@ def replay(
 ) -> tuple[Outcome, bool]:
     """The guaranteed cascade for one label draw; and whether the stated recall held.
 
-    ``draw="stratified"`` replays the job's default draw (:mod:`langchain_tag.judging.label_draw`) on the cosine.
+    ``draw="stratified"`` replays the job's default draw (:mod:`langchain_tag.judging._label_draw`) on the cosine.
     """
     n = len(pairs.strong)
     if draw == "stratified":

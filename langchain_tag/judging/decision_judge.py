@@ -131,7 +131,7 @@ class DecisionJudge(Judge):
                 chunk = pending[start : start + self.max_questions]
                 request: Request[Outcome[dict[str, Reading]]] = Request(
                     messages=question_request(self.llm, query, {name: text for _, name, text in chunk}),
-                    parse=partial(_read, chunk, store, self._admitted),
+                    parse=partial(_read, chunk, store, self._asked_model, self._admitted),
                     blank=Outcome(),
                     run_name=f"tag_judge {len(chunk)} questions",
                     tags=["tag_judge"],
@@ -199,7 +199,7 @@ def _sender(llm: Any) -> Any:
 
 
 def _read(
-    chunk: _Asked, store: VerdictStore | None, admitted: Callable[[str, Any], str], response: Any
+    chunk: _Asked, store: VerdictStore | None, asked: str | None, admitted: Callable[[str, Any], str], response: Any
 ) -> Outcome[dict[str, Reading]]:
     """One decision response read into a reading per answered pair key, each cached as it arrives.
 
@@ -225,8 +225,12 @@ def _read(
         more = f"; and {len(why) - 3} more" if len(why) > 3 else ""
         raise ParseError(f"the decision model gave no usable answer: {'; '.join(why[:3])}{more}")
     if store is not None:
+        # A response that names the very model asked for (or none) is stored as it comes; any other name is
+        # decided by the one admission step (a dated snapshot of the asked model, or another model, kept apart).
+        answered = getattr(getattr(response, "response", response), "model", None)
+        as_asked = asked is None or not answered or answered == asked
         for key, reading in usable.items():
-            store.put(admitted(key, response), reading)
+            store.put(key if as_asked else admitted(key, response), reading)
     return Outcome(value=readings)
 
 

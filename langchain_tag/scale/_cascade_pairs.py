@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_tag.errors import TagError
-from langchain_tag.judging.label_draw import StratifiedDraw
+from langchain_tag.judging._label_draw import StratifiedDraw
 from langchain_tag.judging.results import Judgment, MatchResult
 from langchain_tag.retrievers import ApplicabilityRetriever
 from langchain_tag.rules import Rule

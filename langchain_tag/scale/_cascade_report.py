@@ -10,8 +10,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from langchain_tag.judging._label_draw import DRAWS, Draw
 from langchain_tag.judging.guarantee import min_positive_labels
-from langchain_tag.judging.label_draw import DRAWS, Draw
 from langchain_tag.judging.proxy import ProxyKind
 
 __all__ = ["CascadeReport", "CascadeTargets", "likely_budget", "needed_positive_labels"]
@@ -32,7 +32,7 @@ class CascadeTargets:
             fitted on half the labels).
         seed: Seed of the label draw; a rerun with the same seed draws the same pairs.
         draw: ``"stratified"`` (default: a uniform pilot, then the rest of the budget among the lowest-scoring
-            pairs, :mod:`langchain_tag.judging.label_draw`; it certifies recall from labels that show the skipped
+            pairs, :mod:`langchain_tag.judging._label_draw`; it certifies recall from labels that show the skipped
             pairs hide few judge YES, so it needs no judge YES among them) or ``"uniform"`` (every label drawn
             uniformly; it needs about 22 judge YES among the labels for recall 0.9 at ``delta`` 0.1). With a
             precision target the job draws uniformly, as only that draw can show precision.

@@ -8,7 +8,7 @@
    regression on that cosine and, where a cheap LLM judge is given, its log-odds of YES.
 2. ``label_budget`` pairs drawn at random (seeded: a rerun draws the same ones) are judged by the strong judge.
    These are real judgments: cached, reused, and in the output. By default (``draw="stratified"``,
-   :mod:`langchain_tag.judging.label_draw`) a uniform pilot, then the rest among the lowest-scoring pairs, with
+   :mod:`langchain_tag.judging._label_draw`) a uniform pilot, then the rest among the lowest-scoring pairs, with
    every pair above them judged, and the threshold from an exact hypergeometric test; with ``draw="uniform"``
    (and whenever a precision target is given) uniformly, with the thresholds of step 3.
 3. From those labels, :func:`~langchain_tag.judging.guarantee.guaranteed_thresholds` picks ``t_low`` (an
@@ -33,12 +33,12 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_tag.judging._label_draw import StratifiedDraw
 from langchain_tag.judging.guarantee import (
     GuaranteedThresholds,
     guaranteed_thresholds,
     label_sample,
 )
-from langchain_tag.judging.label_draw import StratifiedDraw
 from langchain_tag.judging.proxy import PairFeatures, fit_proxy, log_odds_feature
 from langchain_tag.judging.results import Judgment
 from langchain_tag.ranges import MAX_CONCURRENCY

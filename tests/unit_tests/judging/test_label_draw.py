@@ -13,7 +13,7 @@ import statistics
 
 import pytest
 
-from langchain_tag.judging.label_draw import StratifiedDraw, hypergeometric_cdf, run_draw, stratified_cascade
+from langchain_tag.judging._label_draw import StratifiedDraw, hypergeometric_cdf, run_draw, stratified_cascade
 from langchain_tag.scale.cascade_job import CascadeTargets
 
 TRIALS = 200
