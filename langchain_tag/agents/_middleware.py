@@ -41,7 +41,7 @@ from langchain_tag.cascade_retriever import CascadeRetriever
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging.cascade import CascadeResult
 from langchain_tag.judging.results import Judgment, MatchResult
-from langchain_tag.retrievers import FAILED_EVENT
+from langchain_tag.retrievers import FAILED_EVENT, ApplicabilityRetriever
 from langchain_tag.rules import Rule, rule_documents
 
 __all__ = ["TagMiddleware"]
@@ -89,6 +89,24 @@ def _outage(query: str, rule_ids: Sequence[str], error: ProviderError) -> tuple[
     return [JudgeFailure(rule_id=rule_id, error=str(error)) for rule_id in ids], failed.failure_event()
 
 
+def _documents(
+    retriever: ApplicabilityRetriever | CascadeRetriever, result: MatchResult | CascadeResult
+) -> list[Document]:
+    """The documents the retriever returns for a judged input's result."""
+    if isinstance(retriever, CascadeRetriever):
+        return list(retriever.documents(cast("CascadeResult", result)))
+    return retriever.documents(cast("MatchResult", result))
+
+
+def _respond(
+    response: ModelResponse[Any], update: dict[str, Any] | None
+) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+    """The model's response, with the state update that keeps the input's matches when there is one."""
+    if update is None:
+        return response
+    return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
 class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
     r"""Give the agent's model only the rules whose condition holds for the input, in its system message.
 
@@ -97,48 +115,8 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
     actions to the system message as one block (the user's system message is otherwise left as it was; no match,
     no block). The judge never sees an action; the model never sees a condition.
 
-    **Once per input.** The matches are kept in the agent's state with a digest of the input they belong to, so
-    the later model calls of a tool-calling loop on the same input reuse them and call no judge; the retriever's
-    verdict cache also answers a pair judged before. A loop of many model calls costs one judgment per rule per
-    new input. After a failed judgment the next call asks again, once (the cache answers the judgments that
-    worked); after that the failure stands for this input, so a rule that keeps failing is not asked on every call.
-    Messages LangChain marks as its own (``lc_source``: ``SummarizationMiddleware``'s summary) are never judged;
-    when the input was summarised away, its matched rules stand for the rest of the turn.
-
-    **The first input's cost.** A calibration with reference inputs (the shipped default of a known judge model,
-    or your own) judges each rule once on each reference input, at the first input that meets the rule: that
-    input takes several times the judge calls of the later ones. The middleware logs the number (INFO) before
-    those calls; ``calibration=None``, or a calibration without reference inputs, avoids them.
-
-    **State.** ``tag_matches``: the rules the model was told to follow, each ``{"rule_id", "score", "action"}``
-    (``score`` is the judge's calibrated score); ``tag_failures``: the judgments that failed (``{"rule_id",
-    "error"}``), counted as NO. Both are in the agent's output; ``state_schema`` is :class:`TagAgentState`.
-
-    **Several policies in one agent.** Each middleware needs a ``name`` (as LangChain tells middlewares apart) and
-    keeps its state under it: ``name="security"`` keeps ``tag_security_matches``, ``tag_security_failures`` and
-    ``tag_security_check`` (:attr:`keys`); a subclass without ``name=`` uses its class name.
-
-    **Internal calls.** The judge's calls run under the model call's run (a trace shows them), tagged
-    ``nostream`` and marked with LangChain's internal-call metadata (``lc_source="tag_rules"``), so
-    ``stream_mode="messages"`` and ``run.messages`` carry none of their tokens.
-
-    **Failures** follow the retriever's ``strict``: with ``strict=False`` (the default) the agent goes on with
-    the rules that were judged and the failure is recorded in ``tag_failures``, logged, and sent to callbacks as
-    the retriever sends it (the custom event ``tag_judgments_failed``); with ``strict=True``
-    the call raises :class:`~langchain_tag.judging.results.JudgmentsFailedError`.
-    **An outage** (every judgment of the input failed: the endpoint down or hanging, an error page) follows
-    ``on_outage``: ``"continue"`` (the default without ``strict``) goes on without rules and records every rule
-    in ``tag_failures``, with the warning and the event; ``"error"`` (the default with ``strict=True``) raises
-    the judge's :class:`~langchain_tag.errors.ProviderError`. An outage is not asked again for the same input.
-
-    **Configuration** is checked when the middleware is built: the retriever's kind, the rules (``Rule``
-    objects, rule documents, or mappings of a rule's fields), the retriever options' ranges, the texts.
-
-    **Check** (``check=True``, off by default): after a final answer (no tool calls), the judge reads the
-    answer against the matched rules; when it reads some as still holding, the middleware asks the model once,
-    for this input, to revise, naming those rules with the judge's score and saying how reliable such readings
-    are (``check_note``). The reading of the last answer is kept under ``tag_check``. It is the judge's reading,
-    not a fact: a small judge is near chance at it.
+    How it behaves (once per input, the first input's cost, state, several policies, internal calls,
+    failures and outages, configuration, the check): :mod:`langchain_tag.agents`.
 
     Args:
         retriever: An :class:`~langchain_tag.retrievers.ApplicabilityRetriever` (any judge it takes: a chat
@@ -262,7 +240,7 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
             failures, event = _outage(text or "", self._rule_ids(), result)
             logger.warning("the judge failed every judgment; going on without rules (on_outage='continue'): %s", result)
         elif result is not None:
-            matches, failures = _matches(self._documents(result)), _failures(result)
+            matches, failures = _matches(_documents(self.retriever, result)), _failures(result)
             if failures:
                 event = _failure_event(result)
                 logger.warning(
@@ -272,23 +250,10 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
         keys = self.keys
         return matches, {keys.matches: matches, keys.failures: failures, keys.judged: digest, keys.asked: asked}, event
 
-    def _documents(self, result: MatchResult | CascadeResult) -> list[Document]:
-        if isinstance(self.retriever, CascadeRetriever):
-            return self.retriever.documents(cast("CascadeResult", result))
-        return self.retriever.documents(cast("MatchResult", result))
-
     def _request(self, request: ModelRequest[Any], matches: Sequence[RuleMatch]) -> ModelRequest[Any]:
         if not matches:
             return request
         return request.override(system_message=with_block(request.system_message, rules_block(matches, self.heading)))
-
-    @staticmethod
-    def _respond(
-        response: ModelResponse[Any], update: dict[str, Any] | None
-    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        if update is None:
-            return response
-        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     def _judge(self, text: str | None) -> Judged:
         if text is None:
@@ -321,7 +286,7 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
             matches, update, event = self._update(text, digest, asked, self._judge(text))
             if event is not None:
                 dispatch_custom_event(FAILED_EVENT, event)
-        return self._respond(handler(self._request(request, matches)), update)
+        return _respond(handler(self._request(request, matches)), update)
 
     @override
     async def awrap_model_call(
@@ -336,7 +301,7 @@ class TagMiddleware(AgentMiddleware[TagAgentState, Any, Any]):
             matches, update, event = self._update(text, digest, asked, await self._ajudge(text))
             if event is not None:
                 await adispatch_custom_event(FAILED_EVENT, event)
-        return self._respond(await handler(self._request(request, matches)), update)
+        return _respond(await handler(self._request(request, matches)), update)
 
     # ------------------------------------------------------------------ the optional check after the model
     def _to_check(self, state: Mapping[str, Any]) -> tuple[str, list[RuleMatch], list[Rule], bool] | None:
