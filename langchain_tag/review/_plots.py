@@ -54,7 +54,7 @@ def _x_labels(width: float, height: float) -> str:
 
 PLOT_DEFS = (
     '<svg class="plot-defs" width="0" height="0" aria-hidden="true"><defs>'
-    f'<g id="{_SHARED_X}" class="lab">{_x_labels(*_NARROW)}</g></defs></svg>'
+    f'<g id="{_SHARED_X}" font-size="8" fill="#5d6675" text-anchor="middle">{_x_labels(*_NARROW)}</g></defs></svg>'
 )
 """The rule cards' plots' shared x-axis labels: once in the page, before any plot."""
 
@@ -112,7 +112,7 @@ def score_histogram(
 
     ticks = [10**k for k in range(int(math.log10(top)) + 1)]
     parts = [
-        f'<svg id="{prefix}" class="hist" viewBox="0 0 {_n(width)} {_n(height)}" role="img" '
+        f'<svg id="{prefix}" class="hist{" wide" if wide else ""}" viewBox="0 0 {_n(width)} {_n(height)}" role="img" '
         f'aria-label="{len(scores)} pairs, {sum(matched)} matched; counts on a log scale">',
         f'<rect id="{prefix}-axes" class="ax" x="{_n(x0)}" y="{_n(y0)}" width="{_n(x1 - x0)}" height="{_n(y1 - y0)}"/>',
         '<path class="grid" d="' + "".join(f"M{_n(x0)} {_n(y(t))}H{_n(x1)}" for t in ticks) + '"/>',

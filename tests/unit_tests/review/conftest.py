@@ -114,22 +114,19 @@ def make_corpus(tmp_path: Path, demo_rules: Path) -> MakeCorpus:
             for i in range(n_rules)
         ]
         rng = random.Random(seed)
-        inputs, verdicts, gold = [], [], []
+        inputs: list[dict[str, object]] = []
+        verdicts: list[dict[str, object]] = []
+        gold: list[dict[str, object]] = []
         for i in range(n_inputs):
             input_id = f"case-{i + 1:04d}"
             inputs.append({"id": input_id, "text": DEMO_INPUTS[i % len(DEMO_INPUTS)]})
-            pairs = []
-            for rule in rules:
-                p = rng.betavariate(0.6, 2.5)
-                pairs.append({"rule_id": rule.rule_id, "applies": p >= 0.5, "p_yes": p, "score": p})
-            matched = sorted(
-                ({"rule_id": q["rule_id"], "score": q["score"], "p_yes": q["p_yes"]} for q in pairs if q["applies"]),
-                key=lambda m: -float(m["score"]),  # type: ignore[arg-type]
-            )
+            scores = [(rule.rule_id, rng.betavariate(0.6, 2.5)) for rule in rules]
+            pairs = [{"rule_id": r, "applies": p >= 0.5, "p_yes": p, "score": p} for r, p in scores]
+            matched = [
+                {"rule_id": r, "score": p, "p_yes": p} for r, p in sorted(scores, key=lambda q: -q[1]) if p >= 0.5
+            ]
             verdicts.append({"id": input_id, "matched": matched, "failed": [], "pairs": pairs})
-            gold.append(
-                {"id": input_id, "rule_ids": [q["rule_id"] for q in pairs if q["score"] + rng.gauss(0, 0.15) > 0.5]}
-            )  # type: ignore[operator]
+            gold.append({"id": input_id, "rule_ids": [r for r, p in scores if p + rng.gauss(0, 0.15) > 0.5]})
         paths = {"rules": save_rules(rules, tmp_path / "corpus-rules.jsonl")}
         for name, rows in (("inputs", inputs), ("verdicts", verdicts), ("gold", gold)):
             paths[name] = tmp_path / f"corpus-{name}.jsonl"

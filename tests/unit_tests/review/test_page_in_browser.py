@@ -20,7 +20,7 @@ import pytest
 from langchain_tag.review import render_review
 from langchain_tag.rules import load_rules
 
-from .conftest import MakeVerdicts
+from .conftest import MakeCorpus, MakeVerdicts
 
 CHROMIUM = Path(os.environ.get("LANGCHAIN_TAG_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [
@@ -340,6 +340,40 @@ def test_a_rules_false_negatives_lead_to_their_inputs(
             link.click()
             assert page.locator("article.input:visible").evaluate_all("els => els.map(e => e.id)") == ids
             assert opened.in_view("#inputs")
+        assert opened.problems == []
+    finally:
+        opened.close()
+
+
+def test_a_large_pages_plain_rule_ids_are_linked_by_its_script(
+    browser: Any, tmp_path: Path, demo_policy: Path, make_corpus: MakeCorpus
+) -> None:
+    corpus = make_corpus(400, 40)
+    out = render_review(
+        corpus["rules"],
+        demo_policy,
+        tmp_path / "large.html",
+        verdicts=corpus["verdicts"],
+        inputs=corpus["inputs"],
+        gold=corpus["gold"],
+        threshold=0.5,
+    )
+    records = [json.loads(line) for line in corpus["verdicts"].read_text().splitlines()]
+    matches = sum(len(r["matched"]) for r in records)
+    assert 'class="match"' not in out.read_text(encoding="utf-8")  # written plainly: the page's script links them
+    opened = _Opened(browser, out)
+    try:
+        page = opened.page
+        assert page.locator("#inputs .matches a[href^='#rule-']").count() == matches
+        first = page.locator("#inputs .matches a").first
+        target = str(first.get_attribute("href"))
+        first.click()
+        page.wait_for_function(f"location.hash === '{target}'")
+        assert opened.in_view(target)
+        link = page.locator("#gold a.fn-inputs").first
+        count = int(link.inner_text())
+        link.click()
+        assert page.locator("article.input:visible").count() == count
         assert opened.problems == []
     finally:
         opened.close()
