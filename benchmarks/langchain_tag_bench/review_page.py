@@ -8,8 +8,11 @@ Two measurements, printed as markdown:
    over the same spans, to the count asked), with every pair's score (as ``match --all-pairs`` writes) drawn
    from a seeded generator, the inputs' texts (the demo's code cases, cycled) and a gold file: the page's size
    in bytes, the size of its parts, and the time of one render in this process.
+3. The same at scale: 1,000 inputs x 200 rules (``--large-inputs``, ``--large-rules``), the case the page must keep
+   under 1.5 MB.
 
-Run: ``python -m langchain_tag_bench.review_page [--runs 5] [--inputs 300] [--rules 20] [--input-chars N]``.
+Run: ``python -m langchain_tag_bench.review_page [--runs 5] [--inputs 300] [--rules 20] [--input-chars N]``;
+``--corpus-only`` skips the command's timing (1.), ``--no-large`` the large case (3.).
 """
 
 from __future__ import annotations
@@ -103,10 +106,24 @@ def page_parts(html: str) -> dict[str, int]:
     return {"svg plots": svg, "inputs section": inputs, "rest": len(html) - svg - inputs}
 
 
+def command_times(directory: Path, runs: int) -> None:
+    """Time ``langchain-tag review`` on the demo's rules against ``--help``, ``runs`` fresh processes each."""
+    demo = ["review", str(DATA / "demo_rules.jsonl"), "--source", str(DATA / "demo_policy.md")]
+    load = os.getloadavg()[0]
+    review = time_command([*demo, "-o", str(directory / "demo.html")], runs)
+    baseline = time_command(["--help"], runs)
+    demo_size = (directory / "demo.html").stat().st_size
+    print(
+        f"## langchain-tag review on the demo's rules ({runs} fresh processes each, {os.cpu_count()} CPUs, "
+        f"load average {load:.1f} at the start)\n"
+    )
+    print("| command | median wall s | min wall s | max wall s | median CPU s |\n|---|---:|---:|---:|---:|")
+    print(_row("`langchain-tag review` (demo rules, page " + f"{demo_size:,} bytes)", review))
+    print(_row("`langchain-tag --help` (the CLI's start alone)", baseline) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Print the measurements as markdown."""
-    from langchain_tag.review import render_review
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--inputs", type=int, default=300)
@@ -114,42 +131,50 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--input-chars", type=int, default=0, help="each input this long (default: the demo cases as they are)"
     )
+    parser.add_argument("--large-inputs", type=int, default=1000)
+    parser.add_argument("--large-rules", type=int, default=200)
+    parser.add_argument("--no-large", action="store_true", help="skip the large case")
+    parser.add_argument("--corpus-only", action="store_true", help="skip timing the command")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        demo = ["review", str(DATA / "demo_rules.jsonl"), "--source", str(DATA / "demo_policy.md")]
-        load = os.getloadavg()[0]
-        review = time_command([*demo, "-o", str(directory / "demo.html")], args.runs)
-        baseline = time_command(["--help"], args.runs)
-        demo_size = (directory / "demo.html").stat().st_size
-        print(
-            f"## langchain-tag review on the demo's rules ({args.runs} fresh processes each, {os.cpu_count()} CPUs, "
-            f"load average {load:.1f} at the start)\n"
-        )
-        print("| command | median wall s | min wall s | max wall s | median CPU s |\n|---|---:|---:|---:|---:|")
-        print(_row("`langchain-tag review` (demo rules, page " + f"{demo_size:,} bytes)", review))
-        print(_row("`langchain-tag --help` (the CLI's start alone)", baseline) + "\n")
-        paths = synthetic_corpus(directory, args.inputs, args.rules, input_chars=args.input_chars)
-        start = time.perf_counter()
-        page = render_review(
-            paths["rules"],
-            Path(str(DATA / "demo_policy.md")),
-            directory / "corpus.html",
-            verdicts=paths["verdicts"],
-            inputs=paths["inputs"],
-            gold=paths["gold"],
-            threshold=0.5,
-        )
-        seconds = time.perf_counter() - start
-        html = page.read_text(encoding="utf-8")
-        size = page.stat().st_size
-        lengths = f"inputs of {args.input_chars:,} characters" if args.input_chars else "the demo cases as inputs"
-        print(f"## {args.inputs} inputs x {args.rules} rules, every pair's score, {lengths}, and a gold\n")
-        print("| page bytes | MB | render s (in process, imports included) |\n|---:|---:|---:|")
-        print(f"| {size:,} | {size / 1e6:.2f} | {seconds:.2f} |\n")
-        print("| part | characters |\n|---|---:|")
-        for part, count in page_parts(html).items():
-            print(f"| {part} | {count:,} |")
+        if not args.corpus_only:
+            command_times(directory, args.runs)
+        cases = [(args.inputs, args.rules)]
+        if not args.no_large:
+            cases.append((args.large_inputs, args.large_rules))
+        for n_inputs, n_rules in cases:
+            corpus_case(directory / f"{n_inputs}x{n_rules}", n_inputs, n_rules, args.input_chars)
+
+
+def corpus_case(directory: Path, n_inputs: int, n_rules: int, input_chars: int) -> None:
+    """Render the page of a synthetic corpus of ``n_inputs`` x ``n_rules``; print its size, parts and render time."""
+    from langchain_tag.review import render_review
+
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = synthetic_corpus(directory, n_inputs, n_rules, input_chars=input_chars)
+    start = time.perf_counter()
+    page = render_review(
+        paths["rules"],
+        Path(str(DATA / "demo_policy.md")),
+        directory / "corpus.html",
+        verdicts=paths["verdicts"],
+        inputs=paths["inputs"],
+        gold=paths["gold"],
+        threshold=0.5,
+    )
+    seconds = time.perf_counter() - start
+    html = page.read_text(encoding="utf-8")
+    size = page.stat().st_size
+    lengths = f"inputs of {input_chars:,} characters" if input_chars else "the demo cases as inputs"
+    print(f"## {n_inputs} inputs x {n_rules} rules, every pair's score, {lengths}, and a gold\n")
+    print("| page bytes | MB | render s (in process) | plots |\n|---:|---:|---:|---:|")
+    plots = html.count('<svg id="plot-')
+    print(f"| {size:,} | {size / 1e6:.2f} | {seconds:.2f} | {plots} |\n")
+    print("| part | characters |\n|---|---:|")
+    for part, count in page_parts(html).items():
+        print(f"| {part} | {count:,} |")
+    print()
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 :func:`render_review` writes one self-contained HTML file (no network, readable
 without JavaScript) for a person who must sign off on extracted rules or see
-how close the calls on a corpus were. It needs the ``review`` extra (Jinja2 and
-matplotlib): ``pip install "langchain-tag[review]"``. The command line's
-``langchain-tag review`` calls it.
+how close the calls on a corpus were. It needs the ``review`` extra (Jinja2;
+the plots are drawn as small SVG without a plotting library):
+``pip install "langchain-tag[review]"``. The command line's ``langchain-tag
+review`` calls it.
 
 Example:
     .. code-block:: python

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from langchain_tag.judging.calibration._best_f1 import best_f1_cut
 from langchain_tag.review._files import VerdictRecord
 
-__all__ = ["Counts", "GoldScores", "score_gold"]
+__all__ = ["Counts", "GoldDiff", "GoldScores", "score_gold"]
 
 
 @dataclass
@@ -46,6 +46,24 @@ class Counts:
         return 2 * self.tp / total if total else None
 
 
+@dataclass(frozen=True)
+class GoldDiff:
+    """Where one input's matched rules and its gold rules differ, each list in rule-file order.
+
+    Attributes:
+        missed: Gold rules the verdicts did not match (false negatives).
+        wrong: Rules matched that the gold does not hold (false positives).
+    """
+
+    missed: list[str]
+    wrong: list[str]
+
+    @property
+    def agrees(self) -> bool:
+        """Whether the verdicts match exactly the gold's rules."""
+        return not self.missed and not self.wrong
+
+
 @dataclass
 class GoldScores:
     """The verdicts scored against a gold file.
@@ -59,6 +77,8 @@ class GoldScores:
         best_threshold: The score threshold that maximises overall F1 on this gold, if scores are known.
         best_f1: The F1 it gives.
         searched_from: The lowest threshold tried (the configured one when pairs below it have no score).
+        notes: What the page should say about the scoring.
+        per_input: Input id -> its diff, for each scored input, in the verdicts' order.
     """
 
     per_rule: dict[str, Counts]
@@ -70,6 +90,14 @@ class GoldScores:
     best_f1: float | None = None
     searched_from: float | None = None
     notes: list[str] = field(default_factory=list)
+    per_input: dict[str, GoldDiff] = field(default_factory=dict)
+
+    @property
+    def better_threshold(self) -> bool:
+        """Whether the suggested threshold gives a higher F1 than the verdicts as made."""
+        if self.best_threshold is None or self.best_f1 is None:
+            return False
+        return self.overall.f1 is None or self.best_f1 > self.overall.f1 + 1e-12
 
 
 def score_gold(
@@ -98,12 +126,17 @@ def score_gold(
     unscored_positives = 0
     with_pairs = True
     seen: set[str] = set()
+    per_input: dict[str, GoldDiff] = {}
     for record in records:
         if record.id not in gold:
             continue
         seen.add(record.id)
         expected = gold[record.id]
         predicted = {p.rule_id for p in record.matched}
+        per_input[record.id] = GoldDiff(
+            missed=[r for r in rule_ids if r in expected and r not in predicted],
+            wrong=[r for r in rule_ids if r in predicted and r not in expected],
+        )
         for rule_id in rule_ids:
             counts = per_rule[rule_id]
             hit, want = rule_id in predicted, rule_id in expected
@@ -133,6 +166,7 @@ def score_gold(
         verdicts_only=sum(1 for r in records if r.id not in gold),
         gold_only=len(set(gold) - {r.id for r in records}),
         searched_from=floor,
+        per_input=per_input,
     )
     best = best_f1_cut(
         [score for score, _ in scored],

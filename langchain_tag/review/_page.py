@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from langchain_tag.extraction._normativity import looks_declarative, normative_cue
 from langchain_tag.review._files import ReportView, VerdictRecord
-from langchain_tag.review._gold import score_gold
+from langchain_tag.review._gold import GoldDiff, score_gold
 from langchain_tag.review._spans import Piece, Placement, cut_document, place
 from langchain_tag.review._verdicts import VerdictSummary, summarize_verdicts
 from langchain_tag.rules import Rule
@@ -24,6 +24,10 @@ __all__ = ["FullText", "Page", "anchors_for", "build_page"]
 
 SNIPPET = 90
 """Characters of an input shown beside a rule (nearest the threshold)."""
+
+LINKED_LISTS = 2000
+"""Most rule ids the inputs' lists (matched, missed, wrongly matched) show as plain links; over it they are written
+compactly (the id alone), and the page's script links them, so a large corpus's page stays small."""
 
 _SAFE_ANCHOR = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -215,10 +219,14 @@ def build_page(
             context["gold"] = {
                 "name": gold_name,
                 "scores": scores,
+                "better": scores.better_threshold,
                 "rows": [(rule_anchors[r.rule_id], r.rule_id, r.rule_name, scores.per_rule[r.rule_id]) for r in rules],
             }
-        suggested = scores.best_threshold if scores is not None else None
-        _add_verdicts(page, records, summary, rule_anchors, verdicts_name, texts, suggested, cut_at, full_text_dir)
+        suggested = scores.best_threshold if scores is not None and scores.better_threshold else None
+        diffs = scores.per_input if scores is not None else None
+        _add_verdicts(
+            page, records, summary, rule_anchors, verdicts_name, texts, diffs, suggested, cut_at, full_text_dir
+        )
     return page
 
 
@@ -229,13 +237,17 @@ def _add_verdicts(
     rule_anchors: Mapping[str, str],
     verdicts_name: str,
     texts: Mapping[str, str] | None,
+    diffs: Mapping[str, GoldDiff] | None,
     suggested: float | None,
     cut_at: int,
     full_text_dir: str,
 ) -> None:
-    from langchain_tag.review._plots import score_histogram
+    from langchain_tag.review._plots import PLOT_DEFS, score_histogram
 
     context = page.context
+    listed = sum(len(v.matched) for v in summary.inputs) + sum(
+        len(d.missed) + len(d.wrong) for d in (diffs or {}).values()
+    )
     input_anchors = dict(zip((r.id for r in records), anchors_for([r.id for r in records], "input"), strict=True))
     inputs: list[dict[str, Any]] = []
     for index, view in enumerate(summary.inputs):
@@ -249,7 +261,14 @@ def _add_verdicts(
             "matched": [(rule_anchors[r], r, s) for r, s in view.matched],
             "failed": [(rule_anchors[r], r, e) for r, e in view.failed],
             "error": view.error,
+            "gold": None,
         }
+        diff = diffs.get(view.id) if diffs is not None else None
+        if diff is not None:
+            row["gold"] = {
+                "missed": [(rule_anchors[r], r) for r in diff.missed],
+                "wrong": [(rule_anchors[r], r) for r in diff.wrong],
+            }
         if text is not None and len(text) > cut_at:
             name = f"{full_text_dir}/input-{index + 1:05d}.txt"
             page.full_texts.append(FullText(name, text))
@@ -295,11 +314,13 @@ def _add_verdicts(
         "failed": summary.failed,
         "matched": sum(len(v.matched) for v in summary.inputs),
         "plot": score_histogram(
-            all_scores, threshold=summary.threshold, suggested=suggested, prefix="plot-all", size=(6.0, 2.0)
+            all_scores, threshold=summary.threshold, suggested=suggested, prefix="plot-all", wide=True
         )
         if all_scores
         else None,
         "cut_at": cut_at,
+        "compact": listed > LINKED_LISTS,
+        "plot_defs": PLOT_DEFS if any(card["verdicts"]["plot"] for card in context["cards"]) else "",
     }
     notes: list[str] = context["notes"]
     if summary.inferred:

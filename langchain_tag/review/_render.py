@@ -45,7 +45,7 @@ def render_review(
     sentences it found normative but no rule covers are marked. With
     ``verdicts`` (what ``langchain-tag match --inputs ... -o`` writes; with
     ``--all-pairs`` for full score distributions), each rule's match count,
-    score distribution with the threshold drawn, the inputs nearest the
+    score distribution (counts on a log scale) with the threshold drawn, the inputs nearest the
     threshold and its failed judgments, and each input's matched rules. With
     ``gold``, precision, recall and F1 per rule and overall, and the threshold
     that would maximise F1 there, as a suggestion.
@@ -75,7 +75,7 @@ def render_review(
             verdicts that do not say which rules they judged are shown, marked unverified), a gold without
             verdicts, or a threshold outside [0, 1] (:data:`~langchain_tag.ranges.THRESHOLD`'s message).
         RuleFileError: On a bad rule file.
-        MissingExtraError: When the ``review`` extra (Jinja2, matplotlib) is not installed.
+        MissingExtraError: When the ``review`` extra (Jinja2) is not installed.
     """
     if gold is not None and verdicts is None:
         raise ReviewError("a gold file is scored against verdicts: give the verdicts file too")

@@ -18,9 +18,9 @@ from langchain_tag.extraction._alignment import align
 
 __all__ = ["Piece", "Placement", "cut_document", "place"]
 
-How = Literal["offsets", "moved", "fuzzy", "unaligned", "none"]
-"""How a span was placed: at its recorded offsets, found exactly elsewhere, found by fuzzy alignment, not found, or
-the rule has no source text at all."""
+How = Literal["offsets", "found", "moved", "fuzzy", "unaligned", "none"]
+"""How a span was placed: at its recorded offsets, found exactly with no offsets recorded, found exactly away from
+its recorded offsets, found by fuzzy alignment, not found, or the rule has no source text at all."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ def place(
     Placement(key='R-1', how='offsets', start=2, end=5, score=1.0)
     >>> place("R-1", "b c", "a b c d", start=0, end=3).how
     'moved'
+    >>> place("R-1", "b c", "a b c d").how
+    'found'
     >>> place("R-1", "x y z", "a b c d").how
     'unaligned'
     """
@@ -79,7 +81,8 @@ def place(
     found = align(quoted, document, threshold=threshold)
     if found is None:
         return Placement(key, "unaligned")
-    how: How = "moved" if found.score == 1.0 else "fuzzy"
+    recorded = start is not None and end is not None
+    how: How = "fuzzy" if found.score != 1.0 else "moved" if recorded else "found"
     return Placement(key, how, found.start, found.end, found.score)
 
 

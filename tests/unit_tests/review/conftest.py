@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from langchain_tag import ApplicabilityRetriever, load_rules
+from langchain_tag.rules import save_rules
 from langchain_tag.scale.bulk import match_corpus, read_inputs, write_results
 from langchain_tag.testing import FakeChatModel, judged_rule_id
 
@@ -90,5 +92,45 @@ def make_verdicts(tmp_path: Path, demo_rules: Path) -> MakeVerdicts:
         out = tmp_path / f"{name}.jsonl"
         write_results(match_corpus(read_inputs(inputs), retriever, all_pairs=all_pairs, show_progress=False), out)
         return inputs, out
+
+    return make
+
+
+MakeCorpus = Callable[..., dict[str, Path]]
+
+
+@pytest.fixture
+def make_corpus(tmp_path: Path, demo_rules: Path) -> MakeCorpus:
+    """Write a synthetic corpus: the demo's rules repeated to ``n_rules``, every pair's seeded score, and a gold.
+
+    Scores come from a seeded Beta(0.6, 2.5), as ``match --all-pairs`` writes them (threshold 0.5); the gold is each
+    pair's score plus seeded noise, over 0.5. The inputs' texts are the demo inputs, cycled.
+    """
+
+    def make(n_inputs: int, n_rules: int, *, seed: int = 7) -> dict[str, Path]:
+        base = load_rules(demo_rules)
+        rules = [
+            base[i] if i < len(base) else base[i % len(base)].model_copy(update={"rule_id": f"R-{i + 1:03d}"})
+            for i in range(n_rules)
+        ]
+        rng = random.Random(seed)
+        inputs: list[dict[str, object]] = []
+        verdicts: list[dict[str, object]] = []
+        gold: list[dict[str, object]] = []
+        for i in range(n_inputs):
+            input_id = f"case-{i + 1:04d}"
+            inputs.append({"id": input_id, "text": DEMO_INPUTS[i % len(DEMO_INPUTS)]})
+            scores = [(rule.rule_id, rng.betavariate(0.6, 2.5)) for rule in rules]
+            pairs = [{"rule_id": r, "applies": p >= 0.5, "p_yes": p, "score": p} for r, p in scores]
+            matched = [
+                {"rule_id": r, "score": p, "p_yes": p} for r, p in sorted(scores, key=lambda q: -q[1]) if p >= 0.5
+            ]
+            verdicts.append({"id": input_id, "matched": matched, "failed": [], "pairs": pairs})
+            gold.append({"id": input_id, "rule_ids": [r for r, p in scores if p + rng.gauss(0, 0.15) > 0.5]})
+        paths = {"rules": save_rules(rules, tmp_path / "corpus-rules.jsonl")}
+        for name, rows in (("inputs", inputs), ("verdicts", verdicts), ("gold", gold)):
+            paths[name] = tmp_path / f"corpus-{name}.jsonl"
+            paths[name].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return paths
 
     return make

@@ -48,3 +48,19 @@ def test_no_prediction_and_no_gold_give_no_ratio() -> None:
     scores = score_gold([_record("a", {"R1": 0.1})], {"a": set()}, ["R1"], 0.5)
     assert scores.per_rule["R1"].precision is None and scores.per_rule["R1"].recall is None
     assert scores.overall.f1 is None
+
+
+def test_each_input_lists_the_gold_rules_missed_and_wrongly_matched() -> None:
+    records = [
+        _record("a", {"R1": 0.9, "R2": 0.6}),  # R2 wrongly matched
+        _record("b", {"R1": 0.4, "R2": 0.7}),  # R1 missed
+        _record("c", {"R1": 0.2, "R2": 0.1}),  # agrees
+        _record("d", {"R1": 0.8, "R2": 0.3}),  # no gold line: no diff
+    ]
+    scores = score_gold(records, {"a": {"R1"}, "b": {"R2", "R1"}, "c": set()}, ["R1", "R2"], 0.5)
+    assert {i: (d.missed, d.wrong) for i, d in scores.per_input.items()} == {
+        "a": ([], ["R2"]),
+        "b": (["R1"], []),
+        "c": ([], []),
+    }
+    assert scores.per_input["c"].agrees and not scores.per_input["a"].agrees

@@ -20,7 +20,7 @@ import pytest
 from langchain_tag.review import render_review
 from langchain_tag.rules import load_rules
 
-from .conftest import MakeVerdicts
+from .conftest import MakeCorpus, MakeVerdicts
 
 CHROMIUM = Path(os.environ.get("LANGCHAIN_TAG_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [
@@ -216,6 +216,164 @@ def test_screenshot_for_a_person(browser: Any, demo_page: Path, tmp_path: Path) 
         width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
         assert (width, height) == (1280, 900) and len(data) > 20_000  # a painted page, not a blank one
         print(f"screenshot of the review page: {shot}")
+        assert opened.problems == []
+    finally:
+        opened.close()
+
+
+def _visible_cards(page: Any, words: str) -> list[str]:
+    page.locator("#rule-filter").fill(words)
+    return list(page.locator("article.card:visible").evaluate_all("els => els.map(e => e.dataset.rule)"))
+
+
+def test_rule_filter_reads_only_the_cards_own_text(
+    browser: Any, demo_page: Path, tmp_path: Path, demo_rules: Path, demo_policy: Path
+) -> None:
+    bare = _Opened(browser, render_review(demo_rules, demo_policy, tmp_path / "bare.html"))
+    try:
+        without = {words: _visible_cards(bare.page, words) for words in ("except", "print")}
+    finally:
+        bare.close()
+    assert [len(v) for v in without.values()] == [3, 1]
+    opened = _Opened(browser, demo_page)
+    try:
+        # The inputs quoted in a card's verdicts (its nearest inputs) are not the card's text.
+        assert {words: _visible_cards(opened.page, words) for words in without} == without
+        assert opened.problems == []
+    finally:
+        opened.close()
+
+
+def test_matched_pairs_show_on_a_log_scale(browser: Any, tmp_path: Path, demo_rules: Path, demo_policy: Path) -> None:
+    rule_ids = [r.rule_id for r in load_rules(demo_rules)]
+    verdicts = tmp_path / "v.jsonl"
+    lines = []
+    for i in range(1000):
+        scores = {r: 0.9 if r == "R-001" and i < 3 else 0.05 + (i % 7) / 100 for r in rule_ids}
+        matched = [{"rule_id": r, "score": s, "p_yes": s} for r, s in scores.items() if s >= 0.5]
+        pairs = [{"rule_id": r, "applies": s >= 0.5, "score": s, "p_yes": s} for r, s in scores.items()]
+        lines.append(json.dumps({"id": f"c{i}", "matched": matched, "failed": [], "pairs": pairs}) + "\n")
+    verdicts.write_text("".join(lines), encoding="utf-8")
+    opened = _Opened(
+        browser, render_review(demo_rules, demo_policy, tmp_path / "log.html", verdicts=verdicts, threshold=0.5)
+    )
+    try:
+        page = opened.page
+        page.locator("#plot-R-001-axes").scroll_into_view_if_needed()
+        heights = {
+            side: page.locator(f"#plot-R-001 .{side}").evaluate_all(
+                "els => els.map(e => e.getBoundingClientRect().height)"
+            )
+            for side in ("matched", "other")
+        }
+        # 3 matched pairs against up to 143 unmatched ones per bin: on a linear scale the matched bar is 2% as tall.
+        assert heights["matched"] and heights["other"]
+        assert max(heights["matched"]) >= 0.2 * max(heights["other"]), heights
+        assert opened.problems == []
+    finally:
+        opened.close()
+
+
+def _column(page: Any, table: str, index: int) -> list[str]:
+    return list(
+        page.locator(f"{table} tbody tr").evaluate_all(f"rows => rows.map(r => r.cells[{index}].textContent.trim())")
+    )
+
+
+def test_tables_sort_by_the_column_clicked(browser: Any, demo_page: Path) -> None:
+    opened = _Opened(browser, demo_page)
+    try:
+        page = opened.page
+        table = "#verdicts table.counts"
+        before = _column(page, table, 0)
+        page.locator(f"{table} th", has_text="matched").click()
+        matched = [int(x) for x in _column(page, table, 2)]
+        assert matched == sorted(matched, reverse=True) and sorted(_column(page, table, 0)) == sorted(before)
+        page.locator(f"{table} th", has_text="matched").click()
+        assert [int(x) for x in _column(page, table, 2)] == sorted(matched)
+        page.locator(f"{table} th", has_text="rule").first.click()
+        assert _column(page, table, 0) == sorted(before)
+        gold = "#gold table.counts"
+        page.locator(f"{gold} th", has_text="FN").click()
+        fn = [int(x) for x in _column(page, gold, 7)]
+        assert fn == sorted(fn, reverse=True)
+        assert page.locator(f"{gold} tr.total").count() == 1  # the total row stays out of the sort
+        assert opened.problems == []
+    finally:
+        opened.close()
+
+
+def test_page_fits_a_narrow_screen(browser: Any, demo_page: Path) -> None:
+    opened = _Opened(browser, demo_page)
+    try:
+        page = opened.page
+        page.set_viewport_size({"width": 420, "height": 900})
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{overflow} px wider than the screen"
+        assert opened.problems == []
+    finally:
+        opened.close()
+
+
+def test_a_rules_false_negatives_lead_to_their_inputs(
+    browser: Any, tmp_path: Path, demo_rules: Path, demo_policy: Path, make_verdicts: MakeVerdicts
+) -> None:
+    inputs, verdicts = make_verdicts()
+    gold = {"in-01": {"R-001", "R-009"}, "in-06": {"R-003", "R-009"}, "in-07": {"R-003"}, "in-10": {"R-009"}}
+    gold_file = tmp_path / "gold.jsonl"
+    gold_file.write_text("".join(json.dumps({"id": i, "rule_ids": sorted(r)}) + "\n" for i, r in gold.items()))
+    missed: dict[str, list[str]] = {}
+    for record in map(json.loads, verdicts.read_text().splitlines()):
+        for rule_id in sorted(gold.get(record["id"], set()) - {m["rule_id"] for m in record["matched"]}):
+            missed.setdefault(rule_id, []).append(f"input-{record['id']}")
+    assert missed["R-003"] == ["input-in-06", "input-in-07"] and missed["R-009"] == ["input-in-01", "input-in-06"]
+    page_path = render_review(
+        demo_rules, demo_policy, tmp_path / "fn.html", verdicts=verdicts, inputs=inputs, gold=gold_file, threshold=0.5
+    )
+    opened = _Opened(browser, page_path)
+    try:
+        page = opened.page
+        assert page.locator("nav").inner_text().split(" · ") == ["Document and rules", "Verdicts", "Inputs", "Gold"]
+        for rule_id, ids in missed.items():
+            link = page.locator(f"#gold a.fn-inputs[data-rule='{rule_id}']")
+            assert link.inner_text() == str(len(ids))
+            link.click()
+            assert page.locator("article.input:visible").evaluate_all("els => els.map(e => e.id)") == ids
+            assert opened.in_view("#inputs")
+        assert opened.problems == []
+    finally:
+        opened.close()
+
+
+def test_a_large_pages_plain_rule_ids_are_linked_by_its_script(
+    browser: Any, tmp_path: Path, demo_policy: Path, make_corpus: MakeCorpus
+) -> None:
+    corpus = make_corpus(400, 40)
+    out = render_review(
+        corpus["rules"],
+        demo_policy,
+        tmp_path / "large.html",
+        verdicts=corpus["verdicts"],
+        inputs=corpus["inputs"],
+        gold=corpus["gold"],
+        threshold=0.5,
+    )
+    records = [json.loads(line) for line in corpus["verdicts"].read_text().splitlines()]
+    matches = sum(len(r["matched"]) for r in records)
+    assert 'class="match"' not in out.read_text(encoding="utf-8")  # written plainly: the page's script links them
+    opened = _Opened(browser, out)
+    try:
+        page = opened.page
+        assert page.locator("#inputs .matches a[href^='#rule-']").count() == matches
+        first = page.locator("#inputs .matches a").first
+        target = str(first.get_attribute("href"))
+        first.click()
+        page.wait_for_function(f"location.hash === '{target}'")
+        assert opened.in_view(target)
+        link = page.locator("#gold a.fn-inputs").first
+        count = int(link.inner_text())
+        link.click()
+        assert page.locator("article.input:visible").count() == count
         assert opened.problems == []
     finally:
         opened.close()

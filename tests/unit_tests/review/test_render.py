@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,7 +18,7 @@ from langchain_tag.extraction.report import ExtractionReport
 from langchain_tag.review import ReviewError, render_review
 from langchain_tag.rules import load_rules, save_rules
 
-from .conftest import MakeVerdicts
+from .conftest import MakeCorpus, MakeVerdicts
 
 
 class _Page(HTMLParser):
@@ -314,3 +315,98 @@ def test_missing_extra_is_named(
     monkeypatch.setitem(sys.modules, "jinja2", None)
     with pytest.raises(MissingExtraError, match=r"langchain-tag\[review\]"):
         render_review(demo_rules, demo_policy, tmp_path / "r.html")
+
+
+def test_a_large_corpus_page_stays_small(tmp_path: Path, demo_policy: Path, make_corpus: MakeCorpus) -> None:
+    corpus = make_corpus(1000, 200)
+    out = render_review(
+        corpus["rules"],
+        demo_policy,
+        tmp_path / "big.html",
+        verdicts=corpus["verdicts"],
+        inputs=corpus["inputs"],
+        gold=corpus["gold"],
+        threshold=0.5,
+    )
+    size = out.stat().st_size
+    assert size < 1_500_000, f"{size:,} bytes"
+    html, page = _read(out)
+    assert html.count('<svg id="plot-') == 201 and len(page.ids) == len(set(page.ids))
+    assert all(href[1:] in page.ids for href, _ in page.links if href.startswith("#"))
+
+
+def _gold_for(tmp_path: Path, rows: list[tuple[str, list[str]]]) -> Path:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps({"id": i, "rule_ids": r}) + "\n" for i, r in rows), encoding="utf-8")
+    return gold
+
+
+def test_each_input_shows_the_gold_rules_missed_and_wrongly_matched(
+    tmp_path: Path, demo_rules: Path, demo_policy: Path, make_verdicts: MakeVerdicts
+) -> None:
+    inputs, verdicts = make_verdicts()
+    records = {r["id"]: r for r in map(json.loads, verdicts.read_text().splitlines())}
+    wanted = {"in-01": ["R-001", "R-002"], "in-02": ["R-003", "R-004", "R-009"], "in-06": []}
+    gold = _gold_for(tmp_path, list(wanted.items()))
+    html, _ = _read(
+        render_review(
+            demo_rules, demo_policy, tmp_path / "r.html", verdicts=verdicts, inputs=inputs, gold=gold, threshold=0.5
+        )
+    )
+    order = [r.rule_id for r in load_rules(demo_rules)]
+    for input_id, rule_ids in wanted.items():
+        matched = {m["rule_id"] for m in records[input_id]["matched"]}
+        block = html.split(f'id="input-{input_id}"')[1].split("</article>")[0]
+        missed = [r for r in order if r in rule_ids and r not in matched]
+        wrong = [r for r in order if r in matched and r not in rule_ids]
+        assert 'class="gold-diff' in block, input_id
+        if missed:
+            assert (
+                re.findall(r'<a href="#rule-([^"]+)">', block.split('class="missed')[1].split("</span>")[0]) == missed
+            )
+        if wrong:
+            assert re.findall(r'<a href="#rule-([^"]+)">', block.split('class="wrong')[1].split("</span>")[0]) == wrong
+        if not missed and not wrong:
+            assert "agrees with the gold" in block
+    # An input the gold does not hold has no diff.
+    assert 'class="gold-diff' not in html.split('id="input-in-03"')[1].split("</article>")[0]
+
+
+def test_no_threshold_is_suggested_when_none_does_better(tmp_path: Path, demo_rules: Path, demo_policy: Path) -> None:
+    verdicts = tmp_path / "v.jsonl"
+    rule_ids = [r.rule_id for r in load_rules(demo_rules)]
+    rows = [("a", 0.95, True), ("b", 0.92, True), ("c", 0.3, False), ("d", 0.1, False)]
+    verdicts.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": i,
+                    "matched": [{"rule_id": "R-003", "score": s, "p_yes": s}] if s >= 0.92 else [],
+                    "failed": [],
+                    "pairs": [
+                        {"rule_id": r, "applies": r == "R-003" and s >= 0.92, "score": s if r == "R-003" else 0.01}
+                        for r in rule_ids
+                    ],
+                }
+            )
+            + "\n"
+            for i, s, _ in rows
+        ),
+        encoding="utf-8",
+    )
+    gold = _gold_for(tmp_path, [(i, ["R-003"] if g else []) for i, _, g in rows])
+    html, page = _read(
+        render_review(demo_rules, demo_policy, tmp_path / "r.html", verdicts=verdicts, gold=gold, threshold=0.92)
+    )
+    assert "would give F1" not in html and "Suggestion (not applied)" not in html
+    assert "suggested-threshold" not in page.ids and 'id="plot-all-suggested"' not in html
+    assert "no threshold does better on this gold than 0.920 (F1 100.0%)" in html
+
+
+def test_rules_without_recorded_offsets_are_not_flagged_moved(
+    tmp_path: Path, demo_rules: Path, demo_policy: Path
+) -> None:
+    rules = [r.model_copy(update={"source_start": None, "source_end": None}) for r in load_rules(demo_rules)]
+    html, page = _read(render_review(rules, demo_policy, tmp_path / "r.html"))
+    assert "moved" not in html
+    assert page.classes.get("span-ref") == 10 and page.classes.get("flagged") is None

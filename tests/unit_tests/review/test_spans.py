@@ -33,3 +33,8 @@ def test_overlapping_spans_each_start_once_and_the_text_is_kept_whole() -> None:
     assert covered[0].text.startswith("Always") and covered[0].rules == ["R1", "R3"]
     assert covered[-1].text == "never print." and covered[-1].rules == ["R1", "R2", "R3"]
     assert sentence.start == whole
+
+
+def test_a_span_without_recorded_offsets_is_found_not_moved() -> None:
+    assert place("R-1", "b c", "a b c d").how == "found"
+    assert place("R-1", "b c", "a b c d", start=0, end=3).how == "moved"
