@@ -125,11 +125,17 @@ def _cmd_batch_import(args: argparse.Namespace) -> int:
 
 
 def _batch_client(args: argparse.Namespace) -> Any:
-    """The OpenAI client of the batch steps: ``--base-url``, the key of ``LANGCHAIN_TAG_API_KEY`` or the environment."""
+    """The OpenAI client of the batch steps: ``--base-url``, the key of ``LANGCHAIN_TAG_API_KEY`` or the environment.
+
+    It keeps the chat judge's deadline and retries (``LANGCHAIN_TAG_TIMEOUT``, ``LANGCHAIN_TAG_MAX_RETRIES``).
+    """
     import openai
 
+    from langchain_tag.local.models import ModelConfig
+
+    cfg = ModelConfig.from_env()
     key = os.environ.get("LANGCHAIN_TAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
-    return openai.OpenAI(base_url=args.base_url, api_key=key)
+    return openai.OpenAI(base_url=args.base_url, api_key=key, timeout=cfg.timeout, max_retries=cfg.max_retries)
 
 
 def _print_batches(batches: Iterable[Any]) -> None:

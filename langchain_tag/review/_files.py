@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_tag.calls._secrets import mask_secrets
 from langchain_tag.errors import TagError
 from langchain_tag.jsonl import JsonLineError, json_lines
 from langchain_tag.judging.judge import resolve_judge_prompt
@@ -72,8 +73,14 @@ class VerdictRecord:
 
     @classmethod
     def of(cls, verdict: VerdictLine, line: int) -> VerdictRecord:
-        """The record of a verdicts line read from line ``line`` of its file."""
-        return cls(verdict.id, line, verdict.matched, verdict.failed, verdict.pairs, verdict.error, verdict.judged)
+        """The record of a verdicts line read from line ``line`` of its file.
+
+        Its error texts pass through the one masker (:func:`~langchain_tag.calls._secrets.mask_secrets`): a file
+        written before errors were masked, or by another tool, never puts a key on the page.
+        """
+        failed = {rule_id: mask_secrets(error) for rule_id, error in verdict.failed.items()}
+        error = mask_secrets(verdict.error) if verdict.error is not None else None
+        return cls(verdict.id, line, verdict.matched, failed, verdict.pairs, error, verdict.judged)
 
     def rule_ids(self) -> set[str]:
         """Every rule id the record names."""

@@ -122,3 +122,14 @@ def test_an_interrupt_while_the_command_is_imported_exits_130(
     if verdicts.exists():
         with sqlite3.connect(verdicts) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_the_batch_client_keeps_the_chat_judges_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from langchain_tag.cli.batch import _batch_client
+
+    monkeypatch.setenv("LANGCHAIN_TAG_TIMEOUT", "0.5")
+    monkeypatch.setenv("LANGCHAIN_TAG_API_KEY", "sk-test-not-used-anywhere")
+    client = _batch_client(argparse.Namespace(base_url="http://127.0.0.1:9/v1"))
+    assert client.timeout == 0.5

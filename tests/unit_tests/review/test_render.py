@@ -410,3 +410,22 @@ def test_rules_without_recorded_offsets_are_not_flagged_moved(
     html, page = _read(render_review(rules, demo_policy, tmp_path / "r.html"))
     assert "moved" not in html
     assert page.classes.get("span-ref") == 10 and page.classes.get("flagged") is None
+
+
+def test_a_key_an_old_verdicts_file_holds_is_never_rendered(tmp_path: Path) -> None:
+    from importlib.resources import files
+
+    data = files("langchain_tag") / "data"
+    key = "sk-proj-Zq8v3LmN0pXr7Ty2Wb5c"
+    verdicts = tmp_path / "verdicts.jsonl"
+    line = {
+        "id": "a",
+        "matched": [],
+        "failed": [{"rule_id": "R-001", "error": f"HTTP 401: Incorrect API key provided: {key}"}],
+        "error": None,
+    }
+    verdicts.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    out = tmp_path / "review.html"
+    render_review(str(data / "demo_rules.jsonl"), str(data / "demo_policy.md"), out, verdicts=verdicts)
+    html = out.read_text(encoding="utf-8")
+    assert "HTTP 401" in html and key not in html
