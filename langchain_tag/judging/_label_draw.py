@@ -56,6 +56,7 @@ from langchain_tag.judging.guarantee import (
     _finite_scores,
     guaranteed_thresholds,
     label_sample,
+    settled_thresholds,
 )
 from langchain_tag.judging.proxy import fit_logistic
 
@@ -283,34 +284,8 @@ def _fixed_sequence(
 def _rule(
     scores: Sequence[float], labels: Mapping[int, bool], t_low: float | None, target: float, delta: float, drawn: int
 ) -> GuaranteedThresholds:
-    n = len(scores)
-    rule = GuaranteedThresholds(
-        t_low=t_low,
-        t_high=None,
-        target_recall=target,
-        target_precision=None,
-        delta=delta,
-        labels_used=len(labels),
-        positive_labels=sum(1 for v in labels.values() if v),
-        pairs=n,
-        sent=0,
-        strong_share=0.0,
-        strong_calls=0,
-        observed_recall=None,
-        observed_precision=None,
-    )
-    sent = sum(1 for i, s in enumerate(scores) if i not in labels and rule.route(s) == "strong")
-    positives = rule.positive_labels
-    kept = sum(1 for i, v in labels.items() if v and rule.route(scores[i]) == "strong")
-    return GuaranteedThresholds(
-        **{
-            **rule.__dict__,
-            "sent": sent,
-            "strong_share": sent / n if n else 0.0,
-            "strong_calls": drawn + sent,
-            "observed_recall": kept / positives if positives else None,
-            "observed_precision": 1.0 if kept else None,
-        }
+    return settled_thresholds(
+        scores, labels, t_low=t_low, t_high=None, target_recall=target, target_precision=None, delta=delta, drawn=drawn
     )
 
 

@@ -63,11 +63,18 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-__all__ = ["GuaranteedThresholds", "Route", "guaranteed_thresholds", "label_sample", "min_positive_labels"]
+__all__ = [
+    "GuaranteedThresholds",
+    "Route",
+    "guaranteed_thresholds",
+    "label_sample",
+    "min_positive_labels",
+    "settled_thresholds",
+]
 
 Route = Literal["yes", "no", "strong"]
 """What the rule does with an unlabelled pair: decide YES, decide NO, or send it to the strong judge."""
@@ -207,6 +214,36 @@ def guaranteed_thresholds(
         if target_precision is None
         else _precision_threshold(values, labels, grid, target_precision, alpha, len(labels) / n if n else 0.0)
     )
+    return settled_thresholds(
+        values, labels, t_low=t_low, t_high=t_high, target_recall=target_recall, target_precision=target_precision,
+        delta=delta,
+    )  # fmt: skip
+
+
+def settled_thresholds(
+    values: Sequence[float],
+    labels: Mapping[int, bool],
+    *,
+    t_low: float | None,
+    t_high: float | None,
+    target_recall: float | None,
+    target_precision: float | None,
+    delta: float,
+    drawn: int | None = None,
+) -> GuaranteedThresholds:
+    """The thresholds chosen from ``labels``, with what they cost and what they kept of the labelled pairs.
+
+    Args:
+        values: Every pair's proxy score.
+        labels: The strong verdict of each labelled pair, by its index in ``values``.
+        t_low: Below it, NO without the strong judge (``None``: none).
+        t_high: Above it, YES without the strong judge (``None``: none).
+        target_recall: The recall target certified, if any.
+        target_precision: The precision target certified, if any.
+        delta: The certificate's failure probability.
+        drawn: The labels the draw paid for (default: ``len(labels)``).
+    """
+    n = len(values)
     rule = GuaranteedThresholds(
         t_low=t_low,
         t_high=t_high,
@@ -234,7 +271,7 @@ def guaranteed_thresholds(
         rule,
         sent=sent,
         strong_share=sent / n if n else 0.0,
-        strong_calls=len(labels) + sent,
+        strong_calls=(len(labels) if drawn is None else drawn) + sent,
         observed_recall=true_yes / positives if positives else None,
         observed_precision=true_yes / yes if yes else None,
     )
