@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -89,7 +89,7 @@ def capped_retriever(retriever: J, max_concurrency: int | None) -> J:
 
 
 def match_corpus(
-    inputs: Iterable[InputItem | str],
+    inputs: Iterable[InputItem | str | Mapping[str, Any]],
     retriever: Judged,
     *,
     all_pairs: bool = False,
@@ -117,7 +117,8 @@ def match_corpus(
     results.
 
     Args:
-        inputs: The inputs (:func:`read_inputs`); a bare string gets its 1-based position as its id.
+        inputs: The inputs (:func:`read_inputs`); a bare string gets its 1-based position as its id, a mapping is
+            read as a line of an inputs file (``{"id": ..., "text": ...}``).
         retriever: The retriever whose judge, rules, calibration and verdict cache are used (or a
             :class:`~langchain_tag.cascade_retriever.CascadeRetriever`: its cheap judge on every pair, its strong
             judge on the band's).
@@ -194,7 +195,7 @@ def _run_in_order(
 
 
 def amatch_corpus(
-    inputs: Iterable[InputItem | str],
+    inputs: Iterable[InputItem | str | Mapping[str, Any]],
     retriever: Judged,
     *,
     all_pairs: bool = False,

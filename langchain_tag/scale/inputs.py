@@ -225,15 +225,23 @@ def encoding_error(item: InputItem) -> str | None:
     return f"input {item.id!r}{line}: its text holds {bad}, which UTF-8 cannot encode (a lone surrogate)"
 
 
-def as_input_items(inputs: Iterable[InputItem | str]) -> list[InputItem]:
+def as_input_items(inputs: Iterable[InputItem | str | Mapping[str, Any]]) -> list[InputItem]:
     """Inputs as :class:`InputItem` objects: a bare string gets its 1-based position as its id.
 
+    A mapping is read as an inputs file's line is (``{"id": ..., "text": ...}``, other keys kept as fields), and
+    named ``inputs:N`` in its errors.
+
     Raises:
-        InputsError: On an empty text or an id given twice.
+        InputsError: On an empty text, an id given twice, a mapping without a text, or another kind of value.
     """
     items: list[InputItem] = []
     seen: set[str] = set()
     for position, value in enumerate(inputs, start=1):
+        if isinstance(value, Mapping):
+            value = _item_of(dict(value), "inputs", None, position)
+        elif not isinstance(value, (InputItem, str)):
+            got = type(value).__name__
+            raise InputsError(f"inputs:{position}: expected a string, an InputItem or a mapping with a text, got {got}")
         item = value if isinstance(value, InputItem) else InputItem(id=str(position), text=value)
         if not item.text.strip():
             raise InputsError(f"input {item.id!r} (number {position}) is empty")
