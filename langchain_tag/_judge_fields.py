@@ -85,34 +85,15 @@ class JudgeFields(BaseModel):
         Raises:
             ValueError: On an override out of its range (:mod:`langchain_tag.ranges`).
         """
-        made_from = (
-            os.environ.get(CONTEXT_TOKENS_ENV),
-            self.llm,
-            self.predicate,
-            self.verdict_format,
-            self.threshold,
-            self.calibration,
-            self.max_concurrency,
-            self.cache,
-            self.context_tokens,
-            self.strict,
-            self.reference_inputs,
-        )
+        values = {name: getattr(self, name) for name in _SETTINGS}
+        made_from = (os.environ.get(CONTEXT_TOKENS_ENV), self.llm, *values.values())
         built = self._built
         kept = not overrides and built is not None and built[0][0] == made_from[0]
         if kept and built is not None and all(map(operator.is_, built[0][1:], made_from[1:])):
             return built[1]
-        settings = JudgeSettings(
-            predicate=self.predicate,
-            verdict_format=self.verdict_format,
-            threshold=self.threshold,
-            calibration=self.calibration,
-            max_concurrency=self.max_concurrency,
-            cache=self.cache,
-            context_tokens=self.context_tokens,
-            strict=self.strict,
-            reference_inputs=tuple(self.reference_inputs) if self.reference_inputs is not None else None,
-        )
+        if values["reference_inputs"] is not None:
+            values["reference_inputs"] = tuple(values["reference_inputs"])
+        settings = JudgeSettings(**values)
         judge = judge_for_model(self.llm, replace(settings, **overrides) if overrides else settings, self._state)
         if not overrides:
             self._built = (made_from, judge)
@@ -126,3 +107,17 @@ class JudgeFields(BaseModel):
         ``requests``/``record`` steps for other engines.
         """
         return self.judge_for()
+
+
+_SETTINGS = (
+    "predicate",
+    "verdict_format",
+    "threshold",
+    "calibration",
+    "max_concurrency",
+    "cache",
+    "context_tokens",
+    "strict",
+    "reference_inputs",
+)
+"""The fields a judge's :class:`~langchain_tag.judging.settings.JudgeSettings` is made of, named as there."""

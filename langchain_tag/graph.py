@@ -55,9 +55,10 @@ from langchain_tag._mode_retrievers import MODES, Mode, check_mode, judged_retri
 from langchain_tag._pipeline_steps import PipelineSteps
 from langchain_tag.executors import ExecutorPrompt, UnitKind, executor_chain
 from langchain_tag.extraction import RuleDocumentTransformer
-from langchain_tag.judging._check_loop import CHECK_ROUNDS, CheckLoop, RevisionJudge
+from langchain_tag.judging._check_loop import CheckLoop, RevisionJudge
 from langchain_tag.judging.chat import ChatRunnable
 from langchain_tag.judging.results import MatchResult
+from langchain_tag.ranges import CHECK_ROUNDS
 from langchain_tag.retrievers import (
     ApplicabilityRetriever,
     verdict_documents,

@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = [
+    "CHECK_ROUNDS",
     "CONTEXT_TOKENS",
     "MAX_ATTEMPTS",
     "MAX_CONCURRENCY",
     "RANGES",
     "RETRY_BACKOFF",
+    "SIMILARITY_K",
     "THRESHOLD",
     "Range",
     "check",
@@ -144,9 +146,13 @@ CONTEXT_TOKENS = Range("context_tokens", 1, whole=True)
 """A model's context window, in tokens."""
 RETRY_BACKOFF = Range("retry_backoff", 0.0)
 """Base delay in seconds before a request that raised is sent again."""
+CHECK_ROUNDS = Range("check_rounds", 0, whole=True)
+"""Extra execute rounds the check may ask for (0: no check)."""
+SIMILARITY_K = Range("k", 1, whole=True)
+"""The similarity mode's top-k."""
 
 RANGES: dict[str, Range] = {
-    r.name: r for r in (THRESHOLD, MAX_CONCURRENCY, MAX_ATTEMPTS, CONTEXT_TOKENS, RETRY_BACKOFF)
+    r.name: r for r in (THRESHOLD, MAX_CONCURRENCY, MAX_ATTEMPTS, CONTEXT_TOKENS, RETRY_BACKOFF, CHECK_ROUNDS)
 }
 """Every range, by setting name."""
 

@@ -30,17 +30,12 @@ from typing_extensions import TypedDict
 from langchain_tag.errors import TagError
 from langchain_tag.executors import EXECUTOR_PROMPTS
 from langchain_tag.graph import MODES, Mode
-from langchain_tag.judging._check_loop import CHECK_ROUNDS
-from langchain_tag.ranges import THRESHOLD, Range
+from langchain_tag.ranges import CHECK_ROUNDS, SIMILARITY_K, THRESHOLD, Range
 
 __all__ = ["RULE_SETS", "ContextError", "RunSettings", "TagContext", "check_context_keys", "settings_from_context"]
 
 RULE_SETS: tuple[str, ...] = ("demo",)
 """The rule sets shipped with the package, by name: ``demo`` is the code review policy of ``langchain-tag demo``."""
-
-
-K = Range("k", 1, whole=True)
-"""The similarity mode's top-k."""
 
 
 class ContextError(TagError, ValueError):
@@ -97,7 +92,7 @@ class TagContext(TypedDict, total=False):
         ),
     ]
     executor: Annotated[str | None, Field(description="The executor prompt: 'generic' (default) or 'code_review'.")]
-    k: Annotated[int | None, Field(**K.bounds(), description="Top-k of the similarity mode (default 4).")]
+    k: Annotated[int | None, Field(**SIMILARITY_K.bounds(), description="Top-k of the similarity mode (default 4).")]
 
 
 @dataclass(frozen=True)
@@ -248,6 +243,6 @@ def settings_from_context(context: Mapping[str, Any] | None) -> RunSettings:
         "check_rounds": _in_range("check_rounds", context.get("check_rounds"), CHECK_ROUNDS),
         "review": review,
         "executor": _choice("executor", context.get("executor"), tuple(EXECUTOR_PROMPTS), "an executor prompt"),
-        "k": _in_range("k", context.get("k"), K),
+        "k": _in_range("k", context.get("k"), SIMILARITY_K),
     }
     return RunSettings(**{key: value for key, value in values.items() if value is not None})

@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "IDENTITY_METADATA_KEY",
     "RedactingFilter",
+    "api_key_of",
     "chat_model_of",
     "describe_model",
     "install_redaction",
@@ -175,7 +176,7 @@ def model_identity(llm: Any) -> str:
         return name
     if not is_local_endpoint(base_url):
         return f"{redact_url(base_url).rstrip('/')}/{name}"
-    served = served_model(base_url, found, api_key=_api_key(model))
+    served = served_model(base_url, found, api_key=api_key_of(model))
     return f"{name}@{served}" if served and served != name else name
 
 
@@ -271,10 +272,15 @@ def _file_name(value: str) -> str:
     return value
 
 
-def _api_key(model: Any) -> str | None:
-    secret = getattr(model, "openai_api_key", None)
-    value = getattr(secret, "get_secret_value", lambda: secret)()
-    return value if isinstance(value, str) and value else None
+def api_key_of(model: Any) -> str | None:
+    """The key a model holds (``openai_api_key`` or ``api_key``, plain or a pydantic ``SecretStr``), if any."""
+    for name in ("openai_api_key", "api_key"):
+        secret = getattr(model, name, None)
+        reveal = getattr(secret, "get_secret_value", None)
+        value = reveal() if callable(reveal) else secret
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 class RedactingFilter(logging.Filter):

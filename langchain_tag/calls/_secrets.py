@@ -45,15 +45,11 @@ def secrets_of(model: Any = None) -> tuple[str, ...]:
     ``model`` is a chat model or a runnable built from one (its ``openai_api_key`` / ``api_key``, plain or a
     pydantic ``SecretStr``).
     """
-    from langchain_tag.calls._identity import chat_model_of
+    from langchain_tag.calls._identity import api_key_of, chat_model_of
 
     found = [os.environ.get(name) for name in KEY_VARIABLES]
     if model is not None:
-        inner = chat_model_of(model)
-        for name in ("openai_api_key", "api_key"):
-            value = getattr(inner, name, None)
-            reveal = getattr(value, "get_secret_value", None)
-            found.append(reveal() if callable(reveal) else value if isinstance(value, str) else None)
+        found.append(api_key_of(chat_model_of(model)))
     return tuple(dict.fromkeys(s for s in found if isinstance(s, str) and len(s) >= _SHORTEST))
 
 

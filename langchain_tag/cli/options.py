@@ -86,7 +86,7 @@ def read_input(value: str) -> str:
     the text given, with a note on how to judge the file's contents instead.
 
     Raises:
-        ValueError: On a blank input, or standard input that is not UTF-8.
+        ValueError: On a blank input, or standard input that is not UTF-8 (an ``InputsError``).
     """
     if value == "-":
         text = _stdin_text()
@@ -104,20 +104,18 @@ def read_input(value: str) -> str:
 
 
 def _stdin_text() -> str:
-    """Standard input's bytes as UTF-8 text (its text layer when it has no bytes).
+    """Standard input's bytes as UTF-8 text, read as an inputs file's lines are (its text layer when it has none).
 
     Raises:
-        ValueError: When the bytes are not UTF-8, naming the line.
+        InputsError: When the bytes are not UTF-8, naming the line.
     """
+    from langchain_tag.scale.inputs import text_lines
+
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:
         return sys.stdin.read()
     data: bytes = buffer.read()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ValueError(f"stdin:{line}: not UTF-8 ({exc.reason}, byte {exc.start})") from None
+    return "".join(text_lines(data.splitlines(keepends=True), "stdin"))
 
 
 def int_at_least(minimum: int, what: str) -> Callable[[str], int]:

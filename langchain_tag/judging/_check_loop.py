@@ -19,13 +19,10 @@ from typing import Protocol
 from langchain_core.callbacks import Callbacks
 
 from langchain_tag.judging.results import MatchResult
-from langchain_tag.ranges import Range
+from langchain_tag.ranges import CHECK_ROUNDS
 from langchain_tag.rules import Rule
 
-__all__ = ["CHECK_ROUNDS", "CheckLoop", "RevisionJudge"]
-
-CHECK_ROUNDS = Range("check_rounds", 0, whole=True)
-"""Extra execute rounds the check may ask for (0: no check)."""
+__all__ = ["CheckLoop", "RevisionJudge"]
 
 
 class RevisionJudge(Protocol):

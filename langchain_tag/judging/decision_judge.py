@@ -227,7 +227,7 @@ def _read(
     if store is not None:
         # A response that names the very model asked for (or none) is stored as it comes; any other name is
         # decided by the one admission step (a dated snapshot of the asked model, or another model, kept apart).
-        answered = getattr(getattr(response, "response", response), "model", None)
+        answered = answered_by(response)
         as_asked = asked is None or not answered or answered == asked
         for key, reading in usable.items():
             store.put(key if as_asked else admitted(key, response), reading)

@@ -24,7 +24,15 @@ from typing import Any
 from langchain_tag.errors import TagError
 from langchain_tag.jsonl import JsonLineError, json_lines
 
-__all__ = ["InputItem", "InputsError", "as_input_items", "encoding_error", "read_inputs", "read_inputs_from"]
+__all__ = [
+    "InputItem",
+    "InputsError",
+    "as_input_items",
+    "encoding_error",
+    "read_inputs",
+    "read_inputs_from",
+    "text_lines",
+]
 
 
 class InputsError(TagError, ValueError):
@@ -115,7 +123,7 @@ def read_inputs_from(lines: Iterable[bytes | str], name: str = "stdin") -> list[
 def _read_lines(lines: Iterable[bytes | str], where: str, path: Path | None) -> list[InputItem]:
     items: list[InputItem] = []
     seen: dict[str, int] = {}
-    for number, data in json_lines(_text_lines(lines, where, path), where):
+    for number, data in json_lines(text_lines(lines, where, path), where):
         item = _item_of(data, where, path, number)
         if item.id in seen:
             raise InputsError(
@@ -129,7 +137,7 @@ def _read_lines(lines: Iterable[bytes | str], where: str, path: Path | None) -> 
     return items
 
 
-def _text_lines(lines: Iterable[bytes | str], where: str, path: Path | None) -> Iterator[str]:
+def text_lines(lines: Iterable[bytes | str], where: str, path: Path | None = None) -> Iterator[str]:
     """The lines as text: bytes decoded from UTF-8 (a bad byte names its line), a leading byte order mark dropped."""
     for number, line in enumerate(lines, start=1):
         if isinstance(line, bytes):

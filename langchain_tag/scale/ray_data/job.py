@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_tag.calls._faults import ReportedFault, client_retries, is_permanent
-from langchain_tag.calls._identity import IDENTITY_METADATA_KEY, chat_model_of, describe_model, redact_url
+from langchain_tag.calls._identity import IDENTITY_METADATA_KEY, api_key_of, chat_model_of, describe_model, redact_url
 from langchain_tag.calls._recorded import RecordedReplies, prompt_key
 from langchain_tag.errors import ProviderError
 from langchain_tag.judging._admission import asked_model, foreign_reply
@@ -272,9 +272,7 @@ def judge_endpoint(
             "for the endpoint that serves it"
         )
     if api_key is None:
-        secret = getattr(llm, "openai_api_key", None)
-        value = getattr(secret, "get_secret_value", lambda: secret)()
-        api_key = value if isinstance(value, str) and value else None
+        api_key = api_key_of(llm)
     if extra_body is None:
         found = getattr(llm, "extra_body", None)
         extra_body = found if isinstance(found, Mapping) else None

@@ -91,8 +91,7 @@ def test_the_schemas_bounds_are_the_ranges() -> None:
     from pydantic import TypeAdapter
 
     from langchain_tag.app._context import TagContext
-    from langchain_tag.judging._check_loop import CHECK_ROUNDS
-    from langchain_tag.ranges import THRESHOLD
+    from langchain_tag.ranges import CHECK_ROUNDS, THRESHOLD
 
     schema = TypeAdapter(TagContext).json_schema()["properties"]
 

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_tag.judging._check_loop import CHECK_ROUNDS, CheckLoop
+from langchain_tag.judging._check_loop import CheckLoop
 from langchain_tag.judging.chat import ChatJudge
+from langchain_tag.ranges import CHECK_ROUNDS
 from langchain_tag.rules import Rule
 from langchain_tag.testing import fake_judge
 
