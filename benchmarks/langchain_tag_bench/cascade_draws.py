@@ -3,7 +3,8 @@
 ``python -m langchain_tag_bench.cascade_draws [--jobs 3] [--trials 200] [--separation 3.0]``: 400 inputs x 20
 rules (8,000 pairs), the judge says YES to about 3 % of them, and a proxy whose score is the logistic of
 N(+s/2, 1) for a YES pair and N(-s/2, 1) for a NO pair (``--separation`` s). For each job seed and each draw
-(:func:`~langchain_tag.judging._label_draw.run_draw`), ``--trials`` seeded runs at recall 0.9, delta 0.1 and a
+(:func:`~langchain_tag_bench.candidate_draws.run_candidate`:
+the two shipped, SUPG's and BARGAIN's), ``--trials`` seeded runs at recall 0.9, delta 0.1 and a
 budget of 600 labels: the share of the judge's calls saved (quartiles), the median recall of its YES, and the
 share of trials meeting the target. The numbers are synthetic; they say nothing of a real judge or proxy.
 """
@@ -16,7 +17,7 @@ import random
 import statistics
 from collections.abc import Sequence
 
-from langchain_tag.judging._label_draw import DRAWS, Draw, run_draw
+from langchain_tag_bench.candidate_draws import CANDIDATES, run_candidate
 
 __all__ = ["main", "synthetic_job", "trial"]
 
@@ -32,7 +33,7 @@ def synthetic_job(
     return scores, truth
 
 
-def trial(draw: Draw, scores: list[float], truth: list[bool], seed: int, budget: int) -> tuple[float, float]:
+def trial(draw: str, scores: list[float], truth: list[bool], seed: int, budget: int) -> tuple[float, float]:
     """One seeded run: the share of the judge's calls saved, and the recall of its YES."""
     asked: set[int] = set()
 
@@ -40,7 +41,7 @@ def trial(draw: Draw, scores: list[float], truth: list[bool], seed: int, budget:
         asked.update(picked)
         return {i: truth[i] for i in picked}
 
-    rule = run_draw(draw, scores, oracle, budget=budget, target_recall=0.9, delta=0.1, seed=seed)
+    rule = run_candidate(draw, scores, oracle, budget=budget, target_recall=0.9, delta=0.1, seed=seed)
     kept = sum(1 for i, yes in enumerate(truth) if yes and (i in asked or rule.route(scores[i]) == "strong"))
     return 1 - rule.strong_calls / len(scores), kept / sum(truth)
 
@@ -52,13 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--separation", type=float, default=3.0)
     parser.add_argument("--budget", type=int, default=600)
+    parser.add_argument("--draws", default=",".join(CANDIDATES), help="draws to compare, comma-separated")
     args = parser.parse_args(argv)
     print("| job seed | judge YES | draw | saved: q25 / median / q75 | median recall | target met |")
     print("|---|---|---|---|---|---|")
     for job in range(args.jobs):
         scores, truth = synthetic_job(job, args.separation)
-        for draw in DRAWS:
-            runs = [trial(draw, scores, truth, seed, args.budget) for seed in range(args.trials)]  # type: ignore[arg-type]
+        for draw in args.draws.split(","):
+            runs = [trial(draw, scores, truth, seed, args.budget) for seed in range(args.trials)]
             saved = sorted(s for s, _ in runs)
             q25, q50, q75 = statistics.quantiles(saved, n=4)
             met = sum(r >= 0.9 for _, r in runs) / len(runs)

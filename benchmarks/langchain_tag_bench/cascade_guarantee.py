@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from langchain_tag.judging._label_draw import Draw, run_draw
 from langchain_tag.judging.guarantee import label_sample
 from langchain_tag.judging.proxy import PairFeatures, ProxyKind, log_odds_feature
 from langchain_tag.rules import load_rules
 from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds
+from langchain_tag_bench.candidate_draws import CANDIDATES, run_candidate
 
 __all__ = ["Outcome", "Pairs", "load_pairs", "main", "prefilter", "replay"]
 
@@ -46,6 +46,7 @@ class Pairs:
     gold: list[bool]
     rows: list[list[float]]  # [cosine] or [cosine, cheap log-odds]
     cheap_p: list[float | None]
+    per_input: int = 1  # the job's rules: pair k is input k // per_input's
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ def load_pairs(
         gold=[r in codes[i] for i, r in keys],
         rows=rows,
         cheap_p=cheap_p,
+        per_input=len(rules),
     )
 
 
@@ -137,6 +139,14 @@ def _gold(kind: str, texts: dict[str, str], nba_data: Path | None = None) -> dic
 
         mapping = code_to_statements(load_statements())
         found = run_ruff(list(texts.values()), sorted(mapping))
+        return {i: {s for code in codes for s in mapping.get(code, [])} for i, codes in zip(texts, found, strict=True)}
+    if kind == "pep8":
+        from langchain_tag_bench.pep8_cases import load_statements as pep8_statements
+        from langchain_tag_bench.pep8_cases import run_pycodestyle
+        from langchain_tag_bench.ruff_cases import code_to_statements
+
+        mapping = code_to_statements(pep8_statements())
+        found = run_pycodestyle(list(texts.values()), sorted(mapping))
         return {i: {s for code in codes for s in mapping.get(code, [])} for i, codes in zip(texts, found, strict=True)}
     if kind == "demo":
         from langchain_tag_bench.check_loop import RULE_CODES, ruff_codes
@@ -156,7 +166,7 @@ def _gold(kind: str, texts: dict[str, str], nba_data: Path | None = None) -> dic
         if unknown:
             raise SystemExit(f"--gold nba: {folder} has no problem {unknown[0]!r} (of {len(unknown)} input ids)")
         return {i: cases[i] for i in texts}
-    raise SystemExit(f"--gold: 'pycodestyle', 'ruff', 'demo' or 'nba', got {kind!r}")
+    raise SystemExit(f"--gold: 'pycodestyle', 'ruff', 'pep8', 'demo' or 'nba', got {kind!r}")
 
 
 def replay(
@@ -167,14 +177,16 @@ def replay(
     target_recall: float,
     delta: float,
     proxy: ProxyKind = "cosine",
-    draw: Draw = "uniform",
+    draw: str = "uniform",
 ) -> tuple[Outcome, bool]:
     """The guaranteed cascade for one label draw; and whether the stated recall held.
 
-    ``draw="stratified"`` replays the job's default draw (:mod:`langchain_tag.judging._label_draw`) on the cosine.
+    ``draw="uniform"`` replays the job's uniform draw with the proxy named; any other draw of
+    :data:`~langchain_tag_bench.candidate_draws.CANDIDATES` (``"stratified"``, the job's default, and the two
+    candidates) is replayed on the cosine.
     """
     n = len(pairs.strong)
-    if draw == "stratified":
+    if draw != "uniform":
         asked: set[int] = set()
 
         def oracle(picked: list[int]) -> dict[int, bool]:
@@ -182,15 +194,13 @@ def replay(
             return {i: pairs.strong[i] for i in picked}
 
         cosines = [row[0] for row in pairs.rows]
-        rule = run_draw(
-            "stratified", cosines, oracle, budget=budget, target_recall=target_recall, delta=delta, seed=seed
-        )
+        rule = run_candidate(draw, cosines, oracle, budget=budget, target_recall=target_recall, delta=delta, seed=seed)
         routes = ["strong" if i in asked else rule.route(s) for i, s in enumerate(cosines)]
         decided = [pairs.strong[i] if r == "strong" else r == "yes" for i, r in enumerate(routes)]
         outcome = _outcome(decided, pairs, rule.strong_calls)
         return outcome, outcome.recall >= target_recall
-    draw = label_sample(n, min(budget, n), seed=seed)
-    labels = {i: pairs.strong[i] for i in draw}
+    drawn = label_sample(n, min(budget, n), seed=seed)
+    labels = {i: pairs.strong[i] for i in drawn}
     targets = CascadeTargets(target_recall=target_recall, delta=delta, label_budget=budget, proxy=proxy, seed=seed)
     rule, _, scores = choose_thresholds(pairs.rows, labels, targets)  # as the cascade job chooses them
     decided, seen = [], 0
@@ -230,7 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--strong", type=Path, required=True, help="the strong judge's --all-pairs output")
     parser.add_argument("--cheap", type=Path, help="a cheap judge's --all-pairs output (band cascade, learned proxy)")
     parser.add_argument(
-        "--gold", choices=("pycodestyle", "ruff", "demo", "nba"), default="pycodestyle", help="what gives the gold"
+        "--gold",
+        choices=("pycodestyle", "ruff", "pep8", "demo", "nba"),
+        default="pycodestyle",
+        help="what gives the gold",
     )
     parser.add_argument("--nba-data", type=Path, default=None, help="the RuleArena NBA directory (--gold nba)")
     parser.add_argument(
@@ -246,7 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "learned without --cheap is a logistic regression on the cosine alone)",
     )
     parser.add_argument(
-        "--draws", default="uniform", help="label draws to replay, comma-separated: uniform, stratified (cosine only)"
+        "--draws",
+        default="uniform",
+        help=f"label draws to replay, comma-separated: {', '.join(CANDIDATES)} (all but uniform on the cosine only)",
     )
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--budgets", default="200,400", help="label budgets, comma-separated")
@@ -284,7 +299,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for budget in (int(b) for b in args.budgets.split(",")):
         for spec in args.targets.split(","):
             target, delta = (float(x) for x in spec.split(":"))
-            ways = [(p, "uniform") for p in proxies] + [("cosine", "stratified")] * ("stratified" in draws)
+            unknown_draws = [d for d in draws if d not in CANDIDATES]
+            if unknown_draws:
+                raise SystemExit(f"--draws: one of {', '.join(CANDIDATES)}, got {unknown_draws[0]!r}")
+            ways = [(p, "uniform") for p in proxies] * ("uniform" in draws) + [
+                ("cosine", d) for d in draws if d != "uniform"
+            ]
             for proxy, draw in ways:
                 runs = [
                     replay(pairs, seed=s, budget=budget, target_recall=target, delta=delta, proxy=proxy, draw=draw)

@@ -9,7 +9,9 @@ HumanEval is read from ``../shared/data/humaneval`` or ``--humaneval``; nothing 
 ``--set ruff`` writes instead a seeded draw of ``--inputs`` cases of the ruff set's test split
 (:mod:`langchain_tag_bench.ruff_cases`: standard-library functions, gold from ruff) and the ruff policy's
 statements as rules, one rule per statement, its id the statement's (``S01``); about one pair in twenty is a
-violation, against one in two thousand for the pycodestyle corpus. ``--set demo`` writes the demo set's 52
+violation, against one in two thousand for the pycodestyle corpus. ``--set pep8`` does the same with the
+``pep8`` quality set (:mod:`langchain_tag_bench.pep8_cases`: gold from pycodestyle) and its PEP 8 statements.
+``--set demo`` writes the demo set's 52
 cases and the shipped demo rules ruff can check (:data:`~langchain_tag_bench.check_loop.RULE_CODES`; gold from
 ruff through those codes). ``--set nba`` writes the first ``--inputs`` problems of a seeded shuffle of the NBA
 set's test split (:mod:`langchain_tag_bench.nba_cases`: RuleArena scenarios, so a larger count keeps the smaller
@@ -50,9 +52,13 @@ def code_snippets(path: Path, count: int, *, lines: int = 3) -> list[dict[str, s
     return found[:count]
 
 
-def statement_rules() -> list[Rule]:
-    """The ruff policy's statements as rules: the condition is that the code goes against the statement."""
-    from langchain_tag_bench.ruff_cases import POLICY_PATH, load_statements
+def statement_rules(policy: str = "ruff") -> list[Rule]:
+    """A policy's statements as rules (``"ruff"`` or ``"pep8"``): the condition is that the code goes against one."""
+    if policy == "pep8":
+        from langchain_tag_bench.pep8_cases import STATEMENTS_PATH as POLICY_PATH
+        from langchain_tag_bench.pep8_cases import load_statements
+    else:
+        from langchain_tag_bench.ruff_cases import POLICY_PATH, load_statements
 
     return [
         Rule(
@@ -67,15 +73,18 @@ def statement_rules() -> list[Rule]:
     ]
 
 
-def ruff_job(count: int, cache_dir: Path, *, seed: int = 0) -> list[dict[str, str]]:
-    """A seeded draw of ``count`` test-split cases of the ruff set, as ``{"id", "text"}`` inputs, in id order."""
-    from langchain_tag_bench.ruff_cases import cached_cases
+def ruff_job(count: int, cache_dir: Path, *, seed: int = 0, policy: str = "ruff") -> list[dict[str, str]]:
+    """A seeded draw of ``count`` test-split cases of the ruff (or ``pep8``) set, as ``{"id", "text"}`` inputs."""
+    if policy == "pep8":
+        from langchain_tag_bench.pep8_cases import cached_cases
+    else:
+        from langchain_tag_bench.ruff_cases import cached_cases
 
     path = cached_cases(cache_dir)
     cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     test = [c for c in cases if c["split"] == "test"]
     if count > len(test):
-        raise SystemExit(f"--inputs: the ruff set's test split has {len(test)} cases, got {count}")
+        raise SystemExit(f"--inputs: the {policy} set's test split has {len(test)} cases, got {count}")
     drawn = sorted(random.Random(seed).sample(test, count), key=lambda c: c["id"])
     return [{"id": c["id"], "text": c["code"]} for c in drawn]
 
@@ -115,13 +124,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rules", type=int, default=20)
     parser.add_argument("--humaneval", type=Path, default=HUMANEVAL)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--set", choices=("pycodestyle", "ruff", "demo", "nba"), default="pycodestyle")
+    parser.add_argument("--set", choices=("pycodestyle", "ruff", "pep8", "demo", "nba"), default="pycodestyle")
     parser.add_argument("--nba-data", type=Path, default=None, help="the RuleArena NBA directory")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "langchain-tag")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.set == "ruff":
-        items, rules = ruff_job(args.inputs, args.cache_dir), statement_rules()
+    if args.set in ("ruff", "pep8"):
+        items, rules = ruff_job(args.inputs, args.cache_dir, policy=args.set), statement_rules(args.set)
     elif args.set == "demo":
         items, rules = demo_job()
     elif args.set == "nba":

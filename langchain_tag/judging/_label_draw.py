@@ -133,6 +133,11 @@ class StratifiedDraw:
         _check_unit("pilot_share", self.pilot_share, closed_top=True)
         self._rng = random.Random(self.seed)
 
+    @property
+    def cut(self) -> float | None:
+        """The region's cut once :meth:`second` picked it: the pairs scoring below it are the region."""
+        return self._cut
+
     def pilot(self) -> list[int]:
         """The pilot: a uniform sample without replacement, ascending (every pair when the budget covers the job)."""
         size = self.pairs if self.budget >= self.pairs else max(1, round(self.budget * self.pilot_share))

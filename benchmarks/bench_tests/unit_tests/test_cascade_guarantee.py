@@ -9,6 +9,7 @@ from pathlib import Path
 from langchain_tag.rules import Rule, save_rules
 from langchain_tag.testing import HashingEmbeddings
 from langchain_tag_bench.cascade_guarantee import Pairs, load_pairs, prefilter, replay
+from langchain_tag_bench.prefilter_replay import held_out
 
 
 def _pairs(n: int = 3000, seed: int = 1) -> Pairs:
@@ -75,3 +76,30 @@ def test_load_pairs_reads_the_strong_judge_at_another_score_threshold(tmp_path: 
         tmp_path, tmp_path / "strong.jsonl", None, "pycodestyle", HashingEmbeddings(), strong_score=0.05
     )
     assert recorded.strong == [False, False] and reread.strong == [True, False]
+
+
+def test_load_pairs_reads_the_pep8_gold_through_its_statements(tmp_path: Path) -> None:
+    (tmp_path / "inputs.jsonl").write_text(json.dumps({"id": "a", "text": "def f(x):\n    return x == None\n"}) + "\n")
+    rules = [Rule(rule_id=code, rule_name=code, condition="c", action="a") for code in ("P01", "P13")]
+    save_rules(rules, tmp_path / "rules.jsonl")
+    pairs = [{"rule_id": "P01", "applies": False}, {"rule_id": "P13", "applies": True}]
+    (tmp_path / "strong.jsonl").write_text(json.dumps({"id": "a", "pairs": pairs}) + "\n")
+    loaded = load_pairs(tmp_path, tmp_path / "strong.jsonl", None, "pep8", HashingEmbeddings())
+    assert loaded.gold == [False, True] and loaded.per_input == 2  # E711 (comparison to None) is statement P13
+
+
+def test_every_candidate_draw_replays_from_the_verdicts() -> None:
+    pairs = _pairs(n=1500)
+    for draw in ("importance", "adaptive"):
+        out, held = replay(pairs, seed=0, budget=300, target_recall=0.9, delta=0.1, draw=draw)
+        assert held and out.precision == 1.0 and 0.0 < out.share <= 1.0
+
+
+def test_the_prefilter_replay_fits_on_the_sample_and_scores_the_held_out_inputs() -> None:
+    rng = random.Random(2)
+    strong = [rng.random() < 0.15 for _ in range(200 * 10)]
+    rows = [[rng.gauss(2.0 if y else 0.0, 1.0)] for y in strong]
+    pairs = Pairs(strong=strong, gold=strong, rows=rows, cheap_p=[None] * len(strong), per_input=10)
+    runs = [held_out(pairs, seed=s, share=0.5, target_recall=0.9, delta=0.1) for s in range(40)]
+    assert all(0.0 < judged < 1.0 for judged, _ in runs)  # the fitted threshold rules pairs out
+    assert sum(recall >= 0.9 for _, recall in runs) >= 36

@@ -1,0 +1,105 @@
+"""A candidate label draw: SUPG's importance sampling, with a bound that holds at any sample size.
+
+SUPG (Kang et al., VLDB 2020) draws its labels with replacement, each pair with a chance proportional to the
+square root of its proxy score mixed with a uniform share (here 10 %), and reweights each label by
+``1 / (N * q)``, so the positives a recall estimate needs come from fewer labels when they are rare. SUPG's own
+bound is a normal approximation; this one keeps the job's stated guarantee at any size instead.
+
+For a threshold ``t``, with ``B`` the judge YES below it, ``A`` those at or above it and ``c = (1 - target) /
+target``, recall holds when ``B <= c * A``. Each label ``j`` gives ``Z = w_j * y_j * ([s_j < t] - c * [s_j >= t])``,
+whose mean over the draw is ``(B - c * A) / N``. The null ``H_t: B > c * A`` (mean of ``Z`` above 0) is tested by
+betting (:func:`~langchain_tag_bench.betting.rejects_mean_at_least` on ``Z`` scaled into ``[0, 1]`` by the
+weights' bounds). The nulls are nested in ``t``, so they are tested in ascending order, each at ``delta``, and
+the threshold is the last rejected (fixed-sequence testing): the pairs below it that were not labelled are
+decided NO, the others judged.
+
+>>> scores = [i / 1000 for i in range(1000)]
+>>> truth = [i >= 950 for i in range(1000)]
+>>> rule = importance_cascade(scores, lambda picked: {i: truth[i] for i in picked}, budget=200, seed=0)
+>>> rule.strong_calls <= 1000
+True
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from langchain_tag.judging.guarantee import GuaranteedThresholds, _finite_scores, settled_thresholds
+from langchain_tag_bench.betting import rejects_mean_at_least
+
+__all__ = ["importance_cascade"]
+
+_UNIFORM_SHARE = 0.1
+"""The uniform share of each pair's chance to be drawn (SUPG's defensive mixture)."""
+_CANDIDATES = tuple(q / 100 for q in range(2, 100, 2))
+"""Candidate thresholds: the job's scores at these quantiles."""
+
+
+def importance_cascade(
+    scores: Iterable[Any],
+    oracle: Callable[[list[int]], Mapping[int, bool]],
+    *,
+    budget: int,
+    target_recall: float = 0.9,
+    delta: float = 0.1,
+    seed: int | None = None,
+) -> GuaranteedThresholds:
+    """The importance draw run end to end on fixed scores, asking ``oracle`` for the strong verdicts it needs.
+
+    Args:
+        scores: Every pair's proxy score (higher: likelier a judge YES; not fitted on any label).
+        oracle: The strong verdicts of the pairs given.
+        budget: Draws with replacement (the labels paid for are the distinct pairs drawn).
+        target_recall: The recall to guarantee.
+        delta: The failure probability.
+        seed: Seed of the draw.
+
+    Returns:
+        The rule: unlabelled pairs below ``t_low`` decided NO, the rest judged.
+    """
+    values = _finite_scores(scores)
+    n = len(values)
+    if n == 0:
+        return settled_thresholds(
+            values, {}, t_low=None, t_high=None, target_recall=target_recall, target_precision=None, delta=delta
+        )
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    roots = [math.sqrt((s - low) / span) for s in values]
+    total = sum(roots) or 1.0
+    chance = [(1 - _UNIFORM_SHARE) * r / total + _UNIFORM_SHARE / n for r in roots]
+    rng = random.Random(seed)
+    drawn = rng.choices(range(n), weights=chance, k=budget)
+    labels = {i: bool(v) for i, v in oracle(sorted(set(drawn))).items()}
+    bound = (1 - target_recall) / target_recall
+    ordered = sorted(values)
+    weight = [1 / (n * q) for q in chance]
+    t_low: float | None = None
+    for t in sorted({ordered[int(q * n)] for q in _CANDIDATES}):
+        below = max((weight[i] for i in range(n) if values[i] < t), default=0.0)
+        above = bound * max((weight[i] for i in range(n) if values[i] >= t), default=0.0)
+        if below + above <= 0:
+            break
+        z = [
+            weight[j] * (1.0 if values[j] < t else -bound) if labels.get(j) else 0.0
+            for j in drawn
+            if j in labels  # a failed label is left out
+        ]
+        if not rejects_mean_at_least([(v + above) / (below + above) for v in z], above / (below + above), delta):
+            break
+        t_low = t
+    if t_low is not None and t_low <= low:
+        t_low = None
+    return settled_thresholds(
+        values,
+        labels,
+        t_low=t_low,
+        t_high=None,
+        target_recall=target_recall,
+        target_precision=None,
+        delta=delta,
+        drawn=len(labels),
+    )
