@@ -20,7 +20,8 @@ from langchain_tag_bench.importance_draw import importance_cascade
 
 __all__ = ["CANDIDATES", "run_candidate"]
 
-CANDIDATES: tuple[str, ...] = (*DRAWS, "importance", "adaptive")
+CANDIDATES: tuple[str, ...] = (*DRAWS, "importance", "adaptive", "importance-normal")
+"""The draws by name; ``importance-normal`` is SUPG's draw with its published, asymptotic bound (a reference)."""
 
 
 def run_candidate(
@@ -39,8 +40,9 @@ def run_candidate(
         ValueError: On an unknown draw.
     """
     options = {"budget": budget, "target_recall": target_recall, "delta": delta, "seed": seed}
-    if draw == "importance":
-        return importance_cascade(scores, oracle, **options)  # type: ignore[arg-type]
+    if draw in ("importance", "importance-normal"):
+        bound = "normal" if draw == "importance-normal" else "betting"
+        return importance_cascade(scores, oracle, bound=bound, **options)  # type: ignore[arg-type]
     if draw == "adaptive":
         return adaptive_cascade(scores, oracle, **options)  # type: ignore[arg-type]
     if draw not in DRAWS:

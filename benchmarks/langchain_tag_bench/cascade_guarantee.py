@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from langchain_tag.judging._label_draw import StratifiedDraw
 from langchain_tag.judging.guarantee import label_sample
-from langchain_tag.judging.proxy import PairFeatures, ProxyKind, log_odds_feature
+from langchain_tag.judging.proxy import PairFeatures, ProxyKind, fit_proxy, log_odds_feature
 from langchain_tag.rules import load_rules
 from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds
 from langchain_tag_bench.candidate_draws import CANDIDATES, run_candidate
@@ -186,6 +187,8 @@ def replay(
     candidates) is replayed on the cosine.
     """
     n = len(pairs.strong)
+    if draw == "stratified" and proxy == "learned":
+        return _stratified_learned(pairs, seed=seed, budget=budget, target_recall=target_recall, delta=delta)
     if draw != "uniform":
         asked: set[int] = set()
 
@@ -209,6 +212,27 @@ def replay(
         seen += route == "strong"
         decided.append(pairs.strong[i] if route == "strong" else route == "yes")
     outcome = _outcome(decided, pairs, seen)
+    return outcome, outcome.recall >= target_recall
+
+
+def _stratified_learned(
+    pairs: Pairs, *, seed: int, budget: int, target_recall: float, delta: float
+) -> tuple[Outcome, bool]:
+    """The stratified draw with the learned proxy, as the job runs it: fitted on the pilot (half the budget)."""
+    draw = StratifiedDraw(
+        len(pairs.strong), budget, target_recall=target_recall, delta=delta, seed=seed, pilot_share=0.5
+    )
+    pilot = {i: pairs.strong[i] for i in draw.pilot()}
+    proxy = fit_proxy("cosine")  # one class in the pilot: the job falls back to the cosine too
+    if len(set(pilot.values())) == 2:
+        proxy = fit_proxy("learned", [pairs.rows[i] for i in pilot], list(pilot.values()))
+    scores = proxy.scores(pairs.rows)
+    second, above = draw.second(scores, pilot)
+    labels = {**pilot, **{i: pairs.strong[i] for i in second}}
+    rule = draw.certify(labels, {i: pairs.strong[i] for i in above})
+    routes = ["strong" if i in labels else rule.route(s) for i, s in enumerate(scores)]
+    decided = [pairs.strong[i] if r == "strong" else r == "yes" for i, r in enumerate(routes)]
+    outcome = _outcome(decided, pairs, rule.strong_calls)
     return outcome, outcome.recall >= target_recall
 
 
@@ -261,7 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--draws",
         default="uniform",
-        help=f"label draws to replay, comma-separated: {', '.join(CANDIDATES)} (all but uniform on the cosine only)",
+        help=f"label draws to replay, comma-separated: {', '.join(CANDIDATES)} (on the cosine; uniform and "
+        "stratified also on the learned proxy when --proxies names it)",
     )
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--budgets", default="200,400", help="label budgets, comma-separated")
@@ -305,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ways = [(p, "uniform") for p in proxies] * ("uniform" in draws) + [
                 ("cosine", d) for d in draws if d != "uniform"
             ]
+            if "stratified" in draws and "learned" in proxies:
+                ways.append(("learned", "stratified"))
             for proxy, draw in ways:
                 runs = [
                     replay(pairs, seed=s, budget=budget, target_recall=target, delta=delta, proxy=proxy, draw=draw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from pathlib import Path
 
 from langchain_tag.rules import Rule, save_rules
@@ -103,3 +104,18 @@ def test_the_prefilter_replay_fits_on_the_sample_and_scores_the_held_out_inputs(
     runs = [held_out(pairs, seed=s, share=0.5, target_recall=0.9, delta=0.1) for s in range(40)]
     assert all(0.0 < judged < 1.0 for judged, _ in runs)  # the fitted threshold rules pairs out
     assert sum(recall >= 0.9 for _, recall in runs) >= 36
+
+
+def test_the_stratified_draw_replays_with_the_learned_proxy_fitted_on_its_pilot() -> None:
+    rng = random.Random(4)
+    strong = [rng.random() < 0.08 for _ in range(2000)]
+    rows = [[rng.gauss(0.3, 1.0), rng.gauss(2.5 if y else -1.0, 1.0)] for y in strong]  # the cheap log-odds informs
+    pairs = Pairs(strong=strong, gold=strong, rows=rows, cheap_p=[0.5] * len(strong))
+    cosine = [replay(pairs, seed=s, budget=300, target_recall=0.9, delta=0.1, draw="stratified") for s in range(30)]
+    learned = [
+        replay(pairs, seed=s, budget=300, target_recall=0.9, delta=0.1, draw="stratified", proxy="learned")
+        for s in range(30)
+    ]
+    assert sum(held for _, held in learned) >= 27
+    median = statistics.median
+    assert median(out.share for out, _ in learned) < median(out.share for out, _ in cosine)
