@@ -37,6 +37,18 @@ def batch_import(tmp_path: Path, rules: list[Rule]) -> list[str]:
     return ["batch", "import", str(results), *common, "--verdicts", str(tmp_path / "v.sqlite")]
 
 
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises() -> Any:
+    """Ctrl-C raises KeyboardInterrupt here as at a terminal, even where the suite runs with SIGINT ignored.
+
+    A shell starts its background jobs with SIGINT ignored, and Python then leaves it ignored: run so, the
+    interrupts injected below would do nothing.
+    """
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def _interrupt() -> None:
     """Ctrl-C, delivered to this process now (``os.kill`` runs the handler before it returns)."""
     os.kill(os.getpid(), signal.SIGINT)
@@ -86,6 +98,7 @@ INTERRUPTED_IMPORTS = """
 import importlib.abc, os, signal, sys
 
 WHEN = sys.argv[1]
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, even if the suite ignores SIGINT
 
 
 class Interrupt(importlib.abc.MetaPathFinder):
