@@ -29,8 +29,8 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from langchain_tag.judging._label_draw import StratifiedDraw
-from langchain_tag.judging.guarantee import GuaranteedThresholds, _finite_scores, settled_thresholds
+from langchain_tag.judging._label_draw import StratifiedDraw, _rule
+from langchain_tag.judging.guarantee import GuaranteedThresholds, _finite_scores
 from langchain_tag_bench.betting import rejects_mean_at_least
 
 __all__ = ["adaptive_cascade"]
@@ -70,7 +70,7 @@ def adaptive_cascade(
     second, above = draw.second(values, labels)
     cut = draw.cut
     if cut is None:
-        return _rule(values, labels, None, target_recall, delta)
+        return _rule(values, labels, None, target_recall, delta, len(labels))
     judged = oracle(above)
     kept = sum(1 for i in above if judged.get(i)) + sum(1 for i in pilot if labels.get(i))
     most = math.floor((1 - target_recall) / target_recall * kept)
@@ -100,12 +100,4 @@ def adaptive_cascade(
         t_low = t
     if t_low is not None and t_low <= min(values):
         t_low = None
-    return _rule(values, labels, t_low, target_recall, delta)
-
-
-def _rule(
-    values: list[float], labels: Mapping[int, bool], t_low: float | None, target: float, delta: float
-) -> GuaranteedThresholds:
-    return settled_thresholds(
-        values, labels, t_low=t_low, t_high=None, target_recall=target, target_precision=None, delta=delta
-    )
+    return _rule(values, labels, t_low, target_recall, delta, len(labels))

@@ -1,8 +1,9 @@
-"""Every label draw the benchmark compares, by name: the two the package ships and the two candidates tried.
+"""Every label draw the benchmark compares, by name: the two the package ships and the candidates tried.
 
 ``stratified`` and ``uniform`` are :func:`langchain_tag.judging._label_draw.run_draw`; ``importance`` is SUPG's
 (:mod:`langchain_tag_bench.importance_draw`) and ``adaptive`` BARGAIN's (:mod:`langchain_tag_bench.adaptive_draw`),
-each with a bound that keeps the stated guarantee.
+each with a bound that keeps the stated guarantee; ``importance-normal`` is SUPG's draw with its published,
+asymptotic bound (a reference).
 
 >>> run_candidate("importance", [0.1, 0.9], lambda picked: {i: i == 1 for i in picked}, budget=2).pairs
 2
@@ -10,7 +11,8 @@ each with a bound that keeps the stated guarantee.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from langchain_tag.judging._label_draw import DRAWS, run_draw
@@ -20,31 +22,21 @@ from langchain_tag_bench.importance_draw import importance_cascade
 
 __all__ = ["CANDIDATES", "run_candidate"]
 
-CANDIDATES: tuple[str, ...] = (*DRAWS, "importance", "adaptive", "importance-normal")
-"""The draws by name; ``importance-normal`` is SUPG's draw with its published, asymptotic bound (a reference)."""
+_RUNNERS: dict[str, Callable[..., GuaranteedThresholds]] = {
+    **{name: partial(run_draw, name) for name in DRAWS},
+    "importance": importance_cascade,
+    "adaptive": adaptive_cascade,
+    "importance-normal": partial(importance_cascade, bound="normal"),
+}
+CANDIDATES: tuple[str, ...] = tuple(_RUNNERS)
 
 
-def run_candidate(
-    draw: str,
-    scores: Iterable[Any],
-    oracle: Callable[[list[int]], Mapping[int, bool]],
-    *,
-    budget: int,
-    target_recall: float = 0.9,
-    delta: float = 0.1,
-    seed: int | None = None,
-) -> GuaranteedThresholds:
-    """A recall-only cascade over fixed scores with the draw named (see the module docstring).
+def run_candidate(draw: str, *args: Any, **options: Any) -> GuaranteedThresholds:
+    """The recall-only cascade of the draw named, called as :func:`~langchain_tag.judging._label_draw.run_draw`.
 
     Raises:
         ValueError: On an unknown draw.
     """
-    options = {"budget": budget, "target_recall": target_recall, "delta": delta, "seed": seed}
-    if draw in ("importance", "importance-normal"):
-        bound = "normal" if draw == "importance-normal" else "betting"
-        return importance_cascade(scores, oracle, bound=bound, **options)  # type: ignore[arg-type]
-    if draw == "adaptive":
-        return adaptive_cascade(scores, oracle, **options)  # type: ignore[arg-type]
-    if draw not in DRAWS:
+    if draw not in _RUNNERS:
         raise ValueError(f"unknown draw {draw!r}: use one of {', '.join(CANDIDATES)}")
-    return run_draw(draw, scores, oracle, **options)  # type: ignore[arg-type]
+    return _RUNNERS[draw](*args, **options)

@@ -29,10 +29,12 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Literal
 
-from langchain_tag.judging.guarantee import GuaranteedThresholds, _finite_scores, settled_thresholds
+from langchain_tag.judging._label_draw import _rule
+from langchain_tag.judging.guarantee import GuaranteedThresholds, _finite_scores
 from langchain_tag_bench.betting import rejects_mean_at_least
 
 __all__ = ["importance_cascade"]
@@ -73,7 +75,7 @@ def importance_cascade(
     values = _finite_scores(scores)
     n = len(values)
     if n == 0:
-        return _rule(values, {}, None, target_recall, delta)
+        return _rule(values, {}, None, target_recall, delta, 0)
     low, high = min(values), max(values)
     span = (high - low) or 1.0
     roots = [math.sqrt((s - low) / span) for s in values]
@@ -86,50 +88,47 @@ def importance_cascade(
     ordered = sorted(values)
     candidates = sorted({ordered[int(q * n)] for q in _CANDIDATES})
     certify = _betting if bound == "betting" else _normal
+    sample = _Sample(values, weight, drawn, labels)
     t_low: float | None = None
     for t in candidates:
-        if not certify(t, values, weight, drawn, labels, target_recall, delta):
+        if not certify(t, sample, target_recall, delta):
             break
         t_low = t
     if t_low is not None and t_low <= low:
         t_low = None
-    return _rule(values, labels, t_low, target_recall, delta)
+    return _rule(values, labels, t_low, target_recall, delta, len(labels))
 
 
-def _betting(
-    t: float,
-    values: list[float],
-    weight: list[float],
-    drawn: list[int],
-    labels: Mapping[int, bool],
-    target: float,
-    delta: float,
-) -> bool:
+@dataclass(frozen=True)
+class _Sample:
+    """The job's scores, each pair's weight ``1 / (N * q)``, the draws (with repeats) and their labels."""
+
+    values: list[float]
+    weight: list[float]
+    drawn: list[int]
+    labels: Mapping[int, bool]
+
+
+def _betting(t: float, sample: _Sample, target: float, delta: float) -> bool:
     """Whether the betting test rejects ``B > c * A`` at ``t``."""
+    values, weight = sample.values, sample.weight
     c = (1 - target) / target
     below = max((weight[i] for i in range(len(values)) if values[i] < t), default=0.0)
     above = c * max((weight[i] for i in range(len(values)) if values[i] >= t), default=0.0)
     if below + above <= 0:
         return False
-    z = [weight[j] * (1.0 if values[j] < t else -c) if labels[j] else 0.0 for j in drawn]
+    z = [weight[j] * (1.0 if values[j] < t else -c) if sample.labels[j] else 0.0 for j in sample.drawn]
     return rejects_mean_at_least([(v + above) / (below + above) for v in z], above / (below + above), delta)
 
 
-def _normal(
-    t: float,
-    values: list[float],
-    weight: list[float],
-    drawn: list[int],
-    labels: Mapping[int, bool],
-    target: float,
-    delta: float,
-) -> bool:
+def _normal(t: float, sample: _Sample, target: float, delta: float) -> bool:
     """SUPG's test: the recall from a lower normal bound on ``A`` and an upper one on ``B`` reaches the target."""
-    z = NormalDist().inv_cdf(1 - delta / 2)
-    ups = [weight[j] if labels[j] and values[j] >= t else 0.0 for j in drawn]
-    downs = [weight[j] if labels[j] and values[j] < t else 0.0 for j in drawn]
-    if not drawn:
+    if not sample.drawn:
         return False
+    z = NormalDist().inv_cdf(1 - delta / 2)
+    yes = [sample.labels[j] for j in sample.drawn]
+    ups = [sample.weight[j] if y and sample.values[j] >= t else 0.0 for j, y in zip(sample.drawn, yes, strict=True)]
+    downs = [sample.weight[j] if y and sample.values[j] < t else 0.0 for j, y in zip(sample.drawn, yes, strict=True)]
     a_low = _mean(ups) - z * _error(ups)
     b_high = _mean(downs) + z * _error(downs)
     return a_low > 0 and a_low / (a_low + b_high) >= target
@@ -144,11 +143,3 @@ def _error(xs: list[float]) -> float:
         return float("inf")
     mean = _mean(xs)
     return math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
-
-
-def _rule(
-    values: list[float], labels: Mapping[int, bool], t_low: float | None, target: float, delta: float
-) -> GuaranteedThresholds:
-    return settled_thresholds(
-        values, labels, t_low=t_low, t_high=None, target_recall=target, target_precision=None, delta=delta
-    )
