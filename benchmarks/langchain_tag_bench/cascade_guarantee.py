@@ -31,9 +31,9 @@ from typing import Any, cast, get_args
 
 from langchain_tag.judging._label_draw import StratifiedDraw
 from langchain_tag.judging.guarantee import label_sample
-from langchain_tag.judging.proxy import PairFeatures, ProxyKind, fit_proxy, log_odds_feature
+from langchain_tag.judging.proxy import PairFeatures, ProxyKind, log_odds_feature
 from langchain_tag.rules import load_rules
-from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds
+from langchain_tag.scale.cascade_job import CascadeTargets, choose_thresholds, pilot_scores
 from langchain_tag_bench.candidate_draws import CANDIDATES, run_candidate
 
 __all__ = ["Outcome", "Pairs", "load_pairs", "main", "prefilter", "replay"]
@@ -223,10 +223,7 @@ def _stratified_learned(
         len(pairs.strong), budget, target_recall=target_recall, delta=delta, seed=seed, pilot_share=0.5
     )
     pilot = {i: pairs.strong[i] for i in draw.pilot()}
-    proxy = fit_proxy("cosine")  # one class in the pilot: the job falls back to the cosine too
-    if len(set(pilot.values())) == 2:
-        proxy = fit_proxy("learned", [pairs.rows[i] for i in pilot], list(pilot.values()))
-    scores = proxy.scores(pairs.rows)
+    scores, _ = pilot_scores(pairs.rows, pilot, "learned")
     second, above = draw.second(scores, pilot)
     labels = {**pilot, **{i: pairs.strong[i] for i in second}}
     rule = draw.certify(labels, {i: pairs.strong[i] for i in above})

@@ -2,9 +2,9 @@
 
 ``python -m langchain_tag_bench.prefilter_replay --job DIR --strong DIR/strong.jsonl [--sample-share 0.5]
 [--splits 200] [--targets 0.9:0.1]``: for each seeded split of the job's inputs, the sample's pairs (judged in
-full, as ``fit_prefilter`` judges them) fit the cosine threshold as
-:func:`~langchain_tag.judging.proxy_gate.fit_gate` does (the recall test of
-:func:`~langchain_tag.judging.guarantee.guaranteed_thresholds` on the packaged MiniLM cosine); on the held-out
+full, as ``fit_prefilter`` judges them) fit the cosine threshold with
+:func:`~langchain_tag.judging.proxy_gate.sample_threshold`, as :func:`~langchain_tag.judging.proxy_gate.fit_gate`
+does (on the packaged MiniLM cosine); on the held-out
 inputs, the pairs at or above it are the ones the retriever would judge. Printed per target: the median share of
 held-out pairs judged, the median recall of the judge's YES on them, and the share of splits whose held-out recall
 met the target. No judge call: the verdicts are the recorded ``--all-pairs`` run's.
@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from langchain_tag.judging.guarantee import guaranteed_thresholds
+from langchain_tag.judging.proxy_gate import sample_threshold
 from langchain_tag_bench.cascade_guarantee import Pairs, load_pairs
 
 __all__ = ["held_out", "main"]
@@ -32,10 +32,10 @@ def held_out(pairs: Pairs, *, seed: int, share: float, target_recall: float, del
     cut = max(1, round(share * inputs))
     sample = [k for i in order[:cut] for k in range(i * pairs.per_input, (i + 1) * pairs.per_input)]
     rest = [k for i in order[cut:] for k in range(i * pairs.per_input, (i + 1) * pairs.per_input)]
-    scores = [pairs.rows[k][0] for k in sample]
-    labels = {n: pairs.strong[k] for n, k in enumerate(sample)}
-    rule = guaranteed_thresholds(scores, labels, target_recall=target_recall, delta=delta)
-    judged = [k for k in rest if rule.t_low is None or pairs.rows[k][0] >= rule.t_low]
+    threshold = sample_threshold(
+        [pairs.rows[k][0] for k in sample], [pairs.strong[k] for k in sample], target_recall=target_recall, delta=delta
+    )
+    judged = [k for k in rest if threshold is None or pairs.rows[k][0] >= threshold]
     yes = sum(pairs.strong[k] for k in rest)
     kept = sum(pairs.strong[k] for k in judged)
     return len(judged) / len(rest) if rest else 0.0, kept / yes if yes else 1.0

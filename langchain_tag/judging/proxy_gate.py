@@ -33,7 +33,7 @@ from langchain_tag.judging.proxy import PairFeatures, cosine
 from langchain_tag.judging.results import MatchResult
 from langchain_tag.rules import Rule
 
-__all__ = ["ProxyGate", "fit_gate", "rule_fingerprint"]
+__all__ = ["ProxyGate", "fit_gate", "rule_fingerprint", "sample_threshold"]
 
 
 def rule_fingerprint(rule: Rule) -> str:
@@ -125,9 +125,8 @@ def fit_gate(
         result = judge(text, list(rules))
         verdicts += [bool(j.applies) and j.error is None for j in result.judgments]
     scores = PairFeatures(embeddings).cosines([(text, rule) for text in texts for rule in rules])
-    rule = guaranteed_thresholds(scores, dict(enumerate(verdicts)), target_recall=target_recall, delta=delta)
     return ProxyGate(
-        threshold=rule.t_low,
+        threshold=sample_threshold(scores, verdicts, target_recall=target_recall, delta=delta),
         target_recall=target_recall,
         delta=delta,
         sample_inputs=len(texts),
@@ -136,3 +135,15 @@ def fit_gate(
         fingerprints=frozenset(rule_fingerprint(r) for r in rules),
         embeddings=embeddings,
     )
+
+
+def sample_threshold(
+    scores: Sequence[float], verdicts: Sequence[bool], *, target_recall: float, delta: float
+) -> float | None:
+    """The cosine threshold fitted on a fully judged sample: the recall test of ``guaranteed_thresholds``.
+
+    >>> sample_threshold([0.1, 0.9], [False, True], target_recall=0.9, delta=0.1) is None  # too few YES
+    True
+    """
+    rule = guaranteed_thresholds(scores, dict(enumerate(verdicts)), target_recall=target_recall, delta=delta)
+    return rule.t_low

@@ -49,7 +49,7 @@ from langchain_tag.scale.bulk import capped_retriever, retriever_rules
 from langchain_tag.scale.inputs import InputItem, as_input_items
 from langchain_tag.scale.verdict_lines import VerdictLine, VerdictPair
 
-__all__ = ["CascadeReport", "CascadeTargets", "acascade_corpus", "cascade_corpus", "choose_thresholds"]
+__all__ = ["CascadeReport", "CascadeTargets", "acascade_corpus", "cascade_corpus", "choose_thresholds", "pilot_scores"]
 
 
 def cascade_corpus(
@@ -170,18 +170,29 @@ def _second_stage(plan: Plan, targets: CascadeTargets) -> tuple[list[float], str
     """Scores (a learned proxy fitted on the pilot), the second-stage labels added to the draw, the pairs above."""
     assert plan.stratified is not None
     pilot = _labels(plan, plan.draw)
-    proxy_name: str = targets.proxy
-    proxy = fit_proxy("cosine")
-    if targets.proxy == "learned":
-        if len(set(pilot.values())) == 2:
-            proxy = fit_proxy("learned", [plan.rows[i] for i in pilot], list(pilot.values()))
-        else:
-            proxy_name = "cosine (learned: one class)"
-    scores = proxy.scores(plan.rows)
+    scores, proxy_name = pilot_scores(plan.rows, pilot, targets.proxy)
     second, above = plan.stratified.second(scores, pilot)
     plan.draw = plan.draw + second
     plan.second = len(second)
     return scores, proxy_name, above
+
+
+def pilot_scores(rows: Sequence[Sequence[float]], pilot: Mapping[int, bool], proxy: str) -> tuple[list[float], str]:
+    """Every pair's score for the stratified draw's second stage, and the proxy's name.
+
+    A learned proxy is fitted on the pilot's labels only; with one class among them the cosine stands in.
+
+    >>> pilot_scores([[0.2], [0.7]], {0: False}, "learned")
+    ([0.2, 0.7], 'cosine (learned: one class)')
+    """
+    name = proxy
+    fitted = fit_proxy("cosine")
+    if proxy == "learned":
+        if len(set(pilot.values())) == 2:
+            fitted = fit_proxy("learned", [rows[i] for i in pilot], list(pilot.values()))
+        else:
+            name = "cosine (learned: one class)"
+    return fitted.scores(rows), name
 
 
 def _certify(plan: Plan, above: list[int]) -> GuaranteedThresholds:
